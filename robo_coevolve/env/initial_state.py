@@ -1,0 +1,85 @@
+"""Reset distributions: draw a physically settled start state of a TaskSpec's skill.
+
+- scoop: the egg lies on the pan, the blade rests on the pan behind it (-x side);
+- flip: the egg rests on the blade, which is held above the pan;
+- catch: the egg is in flight above the pan (tossed up, spinning), the spatula waits below.
+
+Resting starts are settled by simulating a short while with the spatula holding its pose, so the
+recorded initial state is an equilibrium rather than an interpenetration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from robo_coevolve.env.physics import EggFlipPhysics
+from robo_coevolve.task_spec import TaskSpec
+
+SETTLE_TIME = {"scoop": 0.2, "flip": 0.3, "catch": 0.0}  # s
+_DROP_GAP = 0.0005  # m: how far above its support a resting egg is placed before settling
+
+
+@dataclass(frozen=True)
+class Disturbance:
+    """A horizontal push on the egg: ``force`` (fx, fy) N from ``start`` s for ``duration`` s."""
+
+    start: float
+    duration: float
+    force: tuple[float, float]
+
+    def active(self, t: float) -> bool:
+        return self.start <= t < self.start + self.duration
+
+
+def _uniform(rng: np.random.Generator, centre, half_width) -> np.ndarray:
+    centre = np.asarray(centre, dtype=np.float64)
+    return centre + rng.uniform(-1.0, 1.0, size=centre.shape) * np.asarray(half_width)
+
+
+def _yaw_quat(yaw: float) -> np.ndarray:
+    return np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+
+
+def sample_initial_state(
+    physics: EggFlipPhysics, task: TaskSpec, rng: np.random.Generator
+) -> Disturbance | None:
+    """Reset ``physics`` to a start state of ``task`` drawn with ``rng``; returns the episode's
+    disturbance (None when ``task.disturbance_force`` is 0). Leaves time at 0."""
+    m, d = physics.model, physics.data
+    mujoco.mj_resetData(m, d)
+    pose = np.clip(
+        _uniform(rng, task.spatula_pose, task.spatula_pose_range), physics.ctrl_low, physics.ctrl_high
+    )
+    physics.set_spatula(pose)
+    yaw = rng.uniform(-task.egg_yaw_range, task.egg_yaw_range)
+    offset = _uniform(rng, task.egg_offset, [task.egg_offset_range] * 2)
+
+    if task.skill == "flip":
+        mujoco.mj_forward(m, d)
+        top = physics.blade_top() - (0.0, 0.0, m.body("pan").pos[2])
+        # Along the blade's own axes, so a tilted blade still carries the egg at the offset.
+        frame = d.site_xmat[m.site("blade_centre").id].reshape(3, 3)
+        position = top + frame[:, 0] * offset[0] + frame[:, 1] * offset[1] + (0, 0, _DROP_GAP)
+        physics.set_egg(position, _yaw_quat(yaw))
+    elif task.skill == "scoop":
+        physics.set_egg([offset[0], offset[1], _DROP_GAP], _yaw_quat(yaw))
+    else:  # catch
+        velocity = _uniform(rng, task.egg_velocity, task.egg_velocity_range)
+        spin = rng.uniform(-task.egg_spin_range, task.egg_spin_range, size=3)
+        physics.set_egg([offset[0], offset[1], task.egg_height], _yaw_quat(yaw), velocity, spin)
+
+    settle = SETTLE_TIME[task.skill]
+    if settle > 0:
+        mujoco.mj_step(m, d, nstep=int(round(settle / m.opt.timestep)))
+    d.time = 0.0
+    mujoco.mj_forward(m, d)
+
+    if task.disturbance_force <= 0:
+        return None
+    angle = rng.uniform(0, 2 * np.pi)
+    start = rng.uniform(0.2, 0.8) * task.horizon
+    force = (task.disturbance_force * np.cos(angle), task.disturbance_force * np.sin(angle))
+    return Disturbance(float(start), task.disturbance_duration, (float(force[0]), float(force[1])))

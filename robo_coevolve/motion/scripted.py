@@ -1,0 +1,100 @@
+"""Hand-written spatula motions that solve the default tasks, for demos, tests and baselines.
+
+They read the privileged egg state of the first observation (where the egg lies) and return a
+``KeyframeMotion``; nothing else about the simulator is used. The learning loop never sees them:
+it finds its own motions from nothing. They exist to show that the world and its scorer admit a
+solution, and to test the scorer with real physics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from robo_coevolve.motion.keyframes import KeyframeMotion
+
+GRAVITY = 9.81
+
+
+def _split(obs: dict) -> tuple[np.ndarray, np.ndarray]:
+    if "egg" not in obs:
+        raise ValueError("scripted motions need the privileged egg state: make the env with privileged=True")
+    return np.asarray(obs["proprio"][:5], np.float64), np.asarray(obs["egg"], np.float64)
+
+
+def scoop(
+    obs: dict, press: float = 0.002, push_end: float = 0.9, lift: float = 0.06, miss_by: float = 0.0
+) -> KeyframeMotion:
+    """Slide the blade flat along the pan under the egg, then lift it ``lift`` m, tip up.
+
+    ``press`` m commands the blade that far into the pan so that it stays on the surface during
+    the push; ``miss_by`` m shifts the push sideways (a miss, for tests).
+    """
+    start, egg = _split(obs)
+    ex, ey = egg[0], egg[1] + miss_by
+    return KeyframeMotion(
+        [0.0, 0.15, push_end, push_end + 0.15, push_end + 0.6, push_end + 0.7],
+        [
+            start,
+            [start[0], ey, -press, start[3], 0.0],
+            [ex + 0.005, ey, -press, start[3], 0.0],
+            [ex + 0.01, ey, 0.005, 0.0, 0.0],
+            [ex, ey, lift, -0.08, 0.0],
+            [ex, ey, lift, -0.08, 0.0],
+        ],
+    )
+
+
+def flip(
+    obs: dict,
+    direction: int = 1,
+    rise: float = 0.05,
+    duration: float = 0.2,
+    roll: float = 2.1,
+    retreat: float = 0.12,
+) -> KeyframeMotion:
+    """Raise the blade ``rise`` m while rolling it ``roll`` rad (``direction`` +1 or -1) in
+    ``duration`` s so the egg tumbles off upside down onto the pan, then withdraw the blade."""
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 or -1, got {direction}")
+    start, _ = _split(obs)
+    x, y, z = start[:3]
+    t0 = 0.2
+    return KeyframeMotion(
+        [0.0, t0, t0 + duration, t0 + duration + 0.15, t0 + duration + 0.5, t0 + duration + 0.6],
+        [
+            start,
+            start,
+            [x, y, z + rise, 0.0, direction * roll],
+            [x, y, z + rise + 0.02, 0.0, 0.0],
+            [x - retreat, y, z + rise, 0.0, 0.0],
+            [x - retreat, y, z + rise, 0.0, 0.0],
+        ],
+    )
+
+
+def catch(
+    obs: dict, meet_height: float = 0.08, give: float = 0.04, give_time: float = 0.25
+) -> KeyframeMotion:
+    """Predict where the ballistic egg crosses ``meet_height`` m, put the blade there first,
+    and move down ``give`` m with the egg over ``give_time`` s to absorb the impact."""
+    start, egg = _split(obs)
+    p, v = egg[:3], egg[7:10]
+    # Time at which z(t) = meet_height on the way down.
+    disc = v[2] ** 2 + 2 * GRAVITY * (p[2] - meet_height)
+    t_hit = (v[2] + np.sqrt(max(disc, 0.0))) / GRAVITY
+    xy = p[:2] + v[:2] * t_hit
+    arrive = max(0.05, min(0.15, t_hit - 0.1))
+    blade_z = meet_height - 0.004
+    return KeyframeMotion(
+        [0.0, arrive, t_hit, t_hit + give_time, t_hit + give_time + 0.3],
+        [
+            start,
+            [xy[0], xy[1], blade_z, 0.0, 0.0],
+            [xy[0], xy[1], blade_z, 0.0, 0.0],
+            [xy[0], xy[1], blade_z - give, 0.0, 0.0],
+            [xy[0], xy[1], blade_z - give, 0.0, 0.0],
+        ],
+    )
+
+
+MOTIONS = {"scoop": scoop, "flip": flip, "catch": catch}

@@ -1,0 +1,84 @@
+"""Success predicates of every skill, in one place.
+
+Each predicate looks at a trial's per-step events (``events.step_events``) and returns
+``(success, reason)``; the reason names the first unmet condition, or "success". Conditions "at
+the end" must hold over every step of the last ``hold_time`` seconds, so an egg that is still
+bouncing or sliding off as time runs out does not count.
+
+Common to all skills, checked first and in this order: the simulation did not diverge, the egg
+never touched the floor, and its integrity stayed at or above ``min_integrity``.
+
+- **scoop**: at the end the egg is supported by the blade alone, lifted at least ``lift_height``
+  above the pan surface, and resting on the blade.
+- **flip**: at the end the egg is upside down and resting (on the pan or on the blade).
+- **catch**: the egg never touched the pan; at the end it is supported by the blade alone, above
+  ``lift_height``, and resting on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from robo_coevolve.scoring.thresholds import Thresholds
+
+Events = dict[str, np.ndarray]
+
+
+def _common(ev: Events, thresholds: Thresholds) -> str | None:
+    if not ev["finite"].all():
+        return "simulation diverged"
+    if ev["on_floor"].any():
+        return "egg fell to the floor"
+    if ev["integrity"][-1] < thresholds.min_integrity:
+        return f"egg cracked (integrity {ev['integrity'][-1]:.2f} < {thresholds.min_integrity})"
+    return None
+
+
+def scoop(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
+    if not ev["blade_only"][end].all():
+        return False, "egg not held by the blade alone at the end"
+    if not ev["lifted"][end].all():
+        return False, f"egg not lifted {thresholds.lift_height} m above the pan"
+    if not ev["resting"][end].all():
+        return False, "egg still moving on the blade at the end"
+    return True, "success"
+
+
+def flip(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
+    if not ev["upside_down"][end].all():
+        return False, "egg not upside down at the end"
+    if not ev["resting"][end].all():
+        return False, "egg still moving at the end"
+    return True, "success"
+
+
+def catch(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
+    if ev["on_pan"].any():
+        return False, "egg touched the pan before it was caught"
+    if not ev["blade_only"][end].all():
+        return False, "egg not held by the blade alone at the end"
+    if not ev["lifted"][end].all():
+        return False, f"egg not held {thresholds.lift_height} m above the pan"
+    if not ev["resting"][end].all():
+        return False, "egg still moving on the blade at the end"
+    return True, "success"
+
+
+PREDICATES: dict[str, Callable[[Events, slice, Thresholds], tuple[bool, str]]] = {
+    "scoop": scoop,
+    "flip": flip,
+    "catch": catch,
+}
+
+
+def judge(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) -> tuple[bool, str]:
+    """``(success, reason)`` of a trial of ``skill`` from its per-step events."""
+    if skill not in PREDICATES:
+        raise ValueError(f"no success predicate for skill {skill!r}: known are {sorted(PREDICATES)}")
+    failure = _common(ev, thresholds)
+    if failure:
+        return False, failure
+    end = slice(max(0, len(ev["finite"]) - hold_steps), None)
+    return PREDICATES[skill](ev, end, thresholds)

@@ -1,0 +1,34 @@
+"""The numbers that turn sensor readings into judgements, in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Scoring thresholds, SI units.
+
+    The crack and break forces are calibrated by drop tests of the nominal egg flat onto the pan
+    (tests/scoring/test_integrity.py re-measures them): peak normal force ~3.5 N from 1 mm,
+    ~11 N from 1 cm, ~15 N from 2 cm, ~20 N from 5 cm, ~30 N from 10 cm and ~46 N from 20 cm.
+    A gentle landing stays below ``crack_force``; a fall from 20 cm costs most of the egg.
+    """
+
+    lift_height: float = 0.03  # m above the pan surface that counts as lifted
+    upside_down_z: float = -0.7  # the egg's top axis points down when its world z is below this
+    rest_speed: float = 0.05  # m/s of the egg relative to what supports it
+    rest_spin: float = 1.0  # rad/s
+    crack_force: float = 25.0  # N: above this peak normal force the egg starts to crack
+    break_force: float = 60.0  # N: at this peak the egg's integrity is 0
+    min_integrity: float = 0.7  # a success needs at least this integrity
+    hold_time: float = 0.2  # s: a success condition must hold over the episode's last hold_time
+
+    def __post_init__(self) -> None:
+        if not 0 < self.crack_force < self.break_force:
+            raise ValueError(
+                f"scoring thresholds need 0 < crack_force < break_force, got "
+                f"{self.crack_force} and {self.break_force}"
+            )
+        if not 0 <= self.min_integrity <= 1:
+            raise ValueError(f"min_integrity={self.min_integrity} must lie in [0, 1]")

@@ -1,0 +1,243 @@
+"""TaskSpec: everything that varies one egg-flip task, as a frozen, serialisable value.
+
+A TaskSpec names the skill and its instruction, the distributions the initial state is drawn from
+(nominal values plus uniform half-widths), the egg's physical properties, the pan height, the
+disturbances, the horizon and the seed. It is the unit that the task synthesizer mutates and the
+skill library records, so it validates itself on construction: a bad value raises a
+``TaskSpecError`` that names the field and the allowed range, before any simulation runs.
+
+Units are SI: metres, kilograms, radians, seconds, newtons. Positions are measured from the pan
+surface centre (x forward along the spatula's push direction, z up).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+SKILLS = ("scoop", "flip", "catch")
+
+INSTRUCTIONS = {
+    "scoop": "scoop the fried egg off the pan",
+    "flip": "flip the fried egg over",
+    "catch": "catch the falling egg on the spatula",
+}
+
+# Scene geometry the bounds below are derived from (envs/egg_flip/scene.xml).
+PAN_RADIUS = 0.13  # m, inner radius of the pan surface
+EGG_RIM_RADIUS = 0.045  # m, at egg_size = 1
+SPATULA_LOW = (-0.3, -0.3, -0.02, -1.2, -3.5)  # x, y, z, pitch, roll joint limits
+SPATULA_HIGH = (0.3, 0.3, 0.45, 1.2, 3.5)
+
+# Skill-specific nominal start states; any field can be overridden by the caller.
+_SKILL_DEFAULTS: dict[str, dict[str, Any]] = {
+    # Egg on the pan, blade resting on the pan behind it, tip slightly down.
+    "scoop": dict(
+        egg_offset=(0.0, 0.0),
+        egg_offset_range=0.02,
+        egg_height=0.0,
+        spatula_pose=(-0.125, 0.0, 0.0, 0.06, 0.0),
+        spatula_pose_range=(0.01, 0.01, 0.0, 0.02, 0.0),
+        horizon=3.0,
+    ),
+    # Egg resting on the blade (offset from the blade centre), blade held above the pan.
+    "flip": dict(
+        egg_offset=(0.0, 0.0),
+        egg_offset_range=0.01,
+        egg_height=0.0,
+        spatula_pose=(0.0, 0.0, 0.08, 0.0, 0.0),
+        spatula_pose_range=(0.02, 0.02, 0.01, 0.0, 0.0),
+        horizon=3.0,
+    ),
+    # Egg tossed up above the pan, spatula waiting off to one side below it.
+    "catch": dict(
+        egg_offset=(0.0, 0.0),
+        egg_offset_range=0.02,
+        egg_height=0.15,
+        egg_velocity=(0.0, 0.0, 0.5),
+        egg_velocity_range=(0.1, 0.1, 0.1),
+        egg_spin_range=3.0,
+        spatula_pose=(-0.06, 0.0, 0.03, 0.0, 0.0),
+        spatula_pose_range=(0.01, 0.01, 0.01, 0.0, 0.0),
+        horizon=2.0,
+    ),
+}
+
+
+class TaskSpecError(ValueError):
+    """A TaskSpec field is invalid; the message names the field and what is allowed."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task variant. Build it with :meth:`for_skill` to get the skill's default start state.
+
+    Attributes:
+        skill: one of ``SKILLS``.
+        instruction: the language instruction given to the policy ("" means the skill's default).
+        egg_offset: (x, y) m of the egg's centre: from the pan centre for scoop and catch, from
+            the blade centre for flip.
+        egg_offset_range: m, uniform half-width on each of x and y.
+        egg_yaw_range: rad, uniform half-width of the egg's yaw about z.
+        egg_height: m above the pan surface at the start (catch: the toss height).
+        egg_velocity: (vx, vy, vz) m/s at the start (catch).
+        egg_velocity_range: m/s, uniform half-widths of the start velocity.
+        egg_spin_range: rad/s, uniform half-width of each start angular velocity component.
+        spatula_pose: (x, y, z, pitch, roll) of the blade centre, m and rad, from the pan surface
+            centre; z = 0 is the blade lying on the pan.
+        spatula_pose_range: uniform half-widths of the spatula pose.
+        egg_mass: kg, white plus yolk.
+        egg_size: scale of the egg's footprint and thickness (1 = 9 cm rim diameter, 7.5 mm tall).
+        egg_pan_friction: sliding friction between the egg and the pan.
+        egg_blade_friction: sliding friction between the egg and the blade.
+        pan_height: m, height of the pan surface above the floor.
+        disturbance_force: N, magnitude of one horizontal push on the egg lasting
+            ``disturbance_duration`` at a random time of the episode (0 = none).
+        disturbance_duration: s.
+        horizon: s, episode length.
+        seed: default seed for the start-state draw when ``reset`` is given none.
+    """
+
+    skill: str = "scoop"
+    instruction: str = ""
+    egg_offset: tuple[float, float] = (0.0, 0.0)
+    egg_offset_range: float = 0.02
+    egg_yaw_range: float = math.pi
+    egg_height: float = 0.0
+    egg_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    egg_velocity_range: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    egg_spin_range: float = 0.0
+    spatula_pose: tuple[float, float, float, float, float] = (-0.125, 0.0, 0.0, 0.06, 0.0)
+    spatula_pose_range: tuple[float, float, float, float, float] = (0.01, 0.01, 0.0, 0.02, 0.0)
+    egg_mass: float = 0.05
+    egg_size: float = 1.0
+    egg_pan_friction: float = 1.2
+    egg_blade_friction: float = 0.4
+    pan_height: float = 0.45
+    disturbance_force: float = 0.0
+    disturbance_duration: float = 0.05
+    horizon: float = 3.0
+    seed: int = 0
+
+    @classmethod
+    def for_skill(cls, skill: str, **overrides: Any) -> TaskSpec:
+        """The default task of ``skill`` with ``overrides`` applied (field names as above)."""
+        if skill not in SKILLS:
+            raise TaskSpecError(f"unknown skill {skill!r}: choose one of {', '.join(SKILLS)}")
+        return cls(skill=skill, **{**_SKILL_DEFAULTS[skill], **overrides})
+
+    def __post_init__(self) -> None:
+        for name in (
+            "egg_offset",
+            "egg_velocity",
+            "egg_velocity_range",
+            "spatula_pose",
+            "spatula_pose_range",
+        ):
+            value = getattr(self, name)
+            object.__setattr__(self, name, tuple(float(v) for v in value))
+        if not self.instruction and self.skill in INSTRUCTIONS:
+            object.__setattr__(self, "instruction", INSTRUCTIONS[self.skill])
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``TaskSpecError`` naming the first invalid field and its allowed range."""
+        if self.skill not in SKILLS:
+            raise TaskSpecError(
+                f"TaskSpec.skill={self.skill!r} is unknown: choose one of {', '.join(SKILLS)}"
+            )
+        _check_len("egg_offset", self.egg_offset, 2)
+        _check_len("egg_velocity", self.egg_velocity, 3)
+        _check_len("egg_velocity_range", self.egg_velocity_range, 3)
+        _check_len("spatula_pose", self.spatula_pose, 5)
+        _check_len("spatula_pose_range", self.spatula_pose_range, 5)
+        for name, value in dataclasses.asdict(self).items():
+            if name in ("skill", "instruction", "seed"):
+                continue
+            for v in value if isinstance(value, tuple) else (value,):
+                if not math.isfinite(v):
+                    raise TaskSpecError(f"TaskSpec.{name}={value!r} is not finite")
+        _check_range("egg_mass", self.egg_mass, 0.01, 0.2, "kg")
+        _check_range("egg_size", self.egg_size, 0.6, 1.4, "(scale)")
+        _check_range("egg_pan_friction", self.egg_pan_friction, 0.05, 3.0, "")
+        _check_range("egg_blade_friction", self.egg_blade_friction, 0.05, 3.0, "")
+        _check_range("pan_height", self.pan_height, 0.2, 0.8, "m")
+        _check_range("egg_height", self.egg_height, 0.0, 0.4, "m")
+        _check_range("horizon", self.horizon, 0.1, 30.0, "s")
+        _check_range("disturbance_force", self.disturbance_force, 0.0, 5.0, "N")
+        _check_range("disturbance_duration", self.disturbance_duration, 0.0, 1.0, "s")
+        _check_range("egg_yaw_range", self.egg_yaw_range, 0.0, math.pi, "rad")
+        _check_range("egg_spin_range", self.egg_spin_range, 0.0, 30.0, "rad/s")
+        _check_range("egg_offset_range", self.egg_offset_range, 0.0, 0.1, "m")
+        for i, r in enumerate(self.egg_velocity_range):
+            _check_range(f"egg_velocity_range[{i}]", r, 0.0, 3.0, "m/s")
+        for i, (pose, half, lo, hi) in enumerate(
+            zip(self.spatula_pose, self.spatula_pose_range, SPATULA_LOW, SPATULA_HIGH, strict=True)
+        ):
+            if half < 0:
+                raise TaskSpecError(f"TaskSpec.spatula_pose_range[{i}]={half} must be >= 0")
+            if pose - half < lo or pose + half > hi:
+                raise TaskSpecError(
+                    f"TaskSpec.spatula_pose[{i}]={pose} +- {half} leaves the spatula's reach "
+                    f"[{lo}, {hi}]: move it inside or shrink spatula_pose_range[{i}]"
+                )
+        if self.skill in ("scoop", "catch"):
+            # The whole egg must start over the pan surface, whatever the draw.
+            reach = math.hypot(*self.egg_offset) + math.sqrt(2) * self.egg_offset_range
+            limit = PAN_RADIUS - EGG_RIM_RADIUS * self.egg_size
+            if reach > limit:
+                raise TaskSpecError(
+                    f"TaskSpec.egg_offset={self.egg_offset} +- {self.egg_offset_range} puts the "
+                    f"egg outside the pan: its centre must stay within {limit:.3f} m of the pan "
+                    f"centre (pan radius {PAN_RADIUS} m minus the egg's rim radius)"
+                )
+        else:
+            reach = max(abs(v) for v in self.egg_offset) + self.egg_offset_range
+            if reach > 0.02:
+                raise TaskSpecError(
+                    f"TaskSpec.egg_offset={self.egg_offset} +- {self.egg_offset_range} puts the "
+                    "egg off the blade: for flip keep it within 0.02 m of the blade centre"
+                )
+
+    # ----------------------------------------------------------------- serialisation
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict; ``TaskSpec.from_dict(spec.to_dict()) == spec``."""
+        out = dataclasses.asdict(self)
+        for key, value in out.items():
+            if isinstance(value, tuple):
+                out[key] = list(value)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TaskSpec:
+        """Build from a dict (e.g. JSON or a Hydra config); unknown keys are an error."""
+        data = dict(data)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise TaskSpecError(f"unknown TaskSpec field(s) {unknown}: known fields are {sorted(known)}")
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> TaskSpec:
+        return cls.from_dict(json.loads(text))
+
+    def replace(self, **changes: Any) -> TaskSpec:
+        """A copy with ``changes`` applied and validated."""
+        return dataclasses.replace(self, **changes)
+
+
+def _check_len(name: str, value: tuple, n: int) -> None:
+    if len(value) != n:
+        raise TaskSpecError(f"TaskSpec.{name} must have {n} values, got {len(value)}: {value!r}")
+
+
+def _check_range(name: str, value: float, low: float, high: float, unit: str) -> None:
+    if not low <= value <= high:
+        raise TaskSpecError(f"TaskSpec.{name}={value} is outside [{low}, {high}] {unit}".rstrip())
