@@ -15,10 +15,24 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
+import string
 from dataclasses import dataclass
 from typing import Any
 
 SKILLS = ("scoop", "flip", "catch")
+
+# What an instruction may hold: the environment's gymnasium Text space uses the same limits.
+_PUNCTUATION = ",.'-!?"
+INSTRUCTION_CHARSET = string.ascii_letters + string.digits + " " + _PUNCTUATION
+MAX_INSTRUCTION_LENGTH = 200
+_TUPLE_FIELDS = {
+    "egg_offset": 2,
+    "egg_velocity": 3,
+    "egg_velocity_range": 3,
+    "spatula_pose": 5,
+    "spatula_pose_range": 5,
+}
 
 INSTRUCTIONS = {
     "scoop": "scoop the fried egg off the pan",
@@ -130,15 +144,28 @@ class TaskSpec:
         return cls(skill=skill, **{**_SKILL_DEFAULTS[skill], **overrides})
 
     def __post_init__(self) -> None:
-        for name in (
-            "egg_offset",
-            "egg_velocity",
-            "egg_velocity_range",
-            "spatula_pose",
-            "spatula_pose_range",
-        ):
-            value = getattr(self, name)
-            object.__setattr__(self, name, tuple(float(v) for v in value))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in _TUPLE_FIELDS:
+                n = _TUPLE_FIELDS[f.name]
+                if (
+                    isinstance(value, str | bytes)
+                    or not hasattr(value, "__len__")
+                    or not all(_is_number(v) for v in value)
+                ):
+                    raise TaskSpecError(f"TaskSpec.{f.name} must be a sequence of {n} numbers, got {value!r}")
+                object.__setattr__(self, f.name, tuple(float(v) for v in value))
+            elif f.name in ("skill", "instruction"):
+                if not isinstance(value, str):
+                    raise TaskSpecError(f"TaskSpec.{f.name} must be a string, got {value!r}")
+            elif f.name == "seed":
+                if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
+                    raise TaskSpecError(f"TaskSpec.seed must be a non-negative integer, got {value!r}")
+                object.__setattr__(self, "seed", int(value))
+            elif not _is_number(value):
+                raise TaskSpecError(f"TaskSpec.{f.name} must be a number, got {value!r}")
+            else:
+                object.__setattr__(self, f.name, float(value))
         if not self.instruction and self.skill in INSTRUCTIONS:
             object.__setattr__(self, "instruction", INSTRUCTIONS[self.skill])
         self.validate()
@@ -149,11 +176,19 @@ class TaskSpec:
             raise TaskSpecError(
                 f"TaskSpec.skill={self.skill!r} is unknown: choose one of {', '.join(SKILLS)}"
             )
-        _check_len("egg_offset", self.egg_offset, 2)
-        _check_len("egg_velocity", self.egg_velocity, 3)
-        _check_len("egg_velocity_range", self.egg_velocity_range, 3)
-        _check_len("spatula_pose", self.spatula_pose, 5)
-        _check_len("spatula_pose_range", self.spatula_pose_range, 5)
+        for name, n in _TUPLE_FIELDS.items():
+            _check_len(name, getattr(self, name), n)
+        if len(self.instruction) > MAX_INSTRUCTION_LENGTH:
+            raise TaskSpecError(
+                f"TaskSpec.instruction has {len(self.instruction)} characters: at most "
+                f"{MAX_INSTRUCTION_LENGTH} are allowed"
+            )
+        bad = sorted(set(self.instruction) - set(INSTRUCTION_CHARSET))
+        if bad:
+            raise TaskSpecError(
+                f"TaskSpec.instruction {self.instruction!r} uses {bad}: only letters, digits, spaces "
+                f"and {_PUNCTUATION!r} are allowed"
+            )
         for name, value in dataclasses.asdict(self).items():
             if name in ("skill", "instruction", "seed"):
                 continue
@@ -231,6 +266,10 @@ class TaskSpec:
     def replace(self, **changes: Any) -> TaskSpec:
         """A copy with ``changes`` applied and validated."""
         return dataclasses.replace(self, **changes)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _check_len(name: str, value: tuple, n: int) -> None:

@@ -1,10 +1,11 @@
 """EggFlipEnv: the gymnasium environment of the egg-flip kitchen (``robo_coevolve/EggFlip-v0``).
 
-Actions are absolute spatula targets (x, y, z, pitch, roll), m and rad from the pan surface
-centre, held for one control period while MuJoCo integrates ``substeps`` physics steps. The
-observation is a ``Dict``:
+Actions are absolute spatula targets (x, y, z, pitch, roll), normalised to [-1, 1] over the
+spatula's reach (``pose_to_action`` / ``action_to_pose`` convert from and to m and rad from the pan
+surface centre), held for one control period while MuJoCo integrates ``substeps`` physics steps.
+The observation is a ``Dict``:
 
-- ``proprio`` (15,) float32: spatula joint positions, joint velocities, and the previous command;
+- ``proprio`` (15,) float32: spatula pose, its velocity, and the previous command as a pose (SI);
 - ``egg`` (13,) float32, privileged (``privileged=False`` drops it): egg position from the pan
   centre, quaternion, linear and angular velocity;
 - ``image`` (H, W, 3) uint8, when ``image_size`` is set: the ``policy`` camera, fast settings;
@@ -18,7 +19,7 @@ at the task's horizon. ``info["outcome"]`` holds the scorer's ``Outcome`` on the
 
 from __future__ import annotations
 
-import string
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -31,10 +32,12 @@ from robo_coevolve.env.physics import EggFlipPhysics
 from robo_coevolve.env.rendering import SceneRenderer
 from robo_coevolve.scoring import Outcome, Scorer, Thresholds
 from robo_coevolve.scoring.integrity import integrity_from_peak
-from robo_coevolve.task_spec import TaskSpec
+from robo_coevolve.task_spec import INSTRUCTION_CHARSET, MAX_INSTRUCTION_LENGTH, TaskSpec
 
-INSTRUCTION_CHARSET = string.ascii_letters + string.digits + " ,.'-!?"
-MAX_INSTRUCTION_LENGTH = 200
+# Observation bounds: spatula speeds (m/s, rad/s) and the egg state's position (m from the pan
+# centre), quaternion, linear (m/s) and angular velocity (rad/s).
+SPATULA_SPEED_LIMIT = np.array([10.0, 10.0, 10.0, 100.0, 100.0], np.float32)
+EGG_STATE_LIMIT = np.array([2.0] * 3 + [1.0] * 4 + [20.0] * 3 + [200.0] * 3, np.float32)
 
 
 class EggFlipEnv(gym.Env):
@@ -80,7 +83,7 @@ class EggFlipEnv(gym.Env):
             )
         self.control_dt = self.substeps * timestep
         self.metadata = {**self.metadata, "render_fps": int(round(1 / self.control_dt))}
-        if isinstance(thresholds, dict):
+        if isinstance(thresholds, Mapping):
             thresholds = Thresholds(**thresholds)
         self.scorer = Scorer(self.control_dt, thresholds)
         self.privileged = privileged
@@ -93,18 +96,30 @@ class EggFlipEnv(gym.Env):
         self._video_camera: SceneRenderer | None = None
         self._depth_points = None
 
+        self.action_space = spaces.Box(-1.0, 1.0, (len(self.physics.ctrl_low),), np.float32)
+        # Finite physical bounds; observations are clipped into them (they only bind when the
+        # simulation blows up).
         low, high = self.physics.ctrl_low, self.physics.ctrl_high
-        self.action_space = spaces.Box(low, high, dtype=np.float32)
+        self._proprio_bounds = (
+            np.concatenate([low - 0.1, -SPATULA_SPEED_LIMIT, low]).astype(np.float32),
+            np.concatenate([high + 0.1, SPATULA_SPEED_LIMIT, high]).astype(np.float32),
+        )
         obs: dict[str, spaces.Space] = {
-            "proprio": spaces.Box(-np.inf, np.inf, (15,), np.float32),
+            "proprio": spaces.Box(*self._proprio_bounds, dtype=np.float32),
             "instruction": spaces.Text(MAX_INSTRUCTION_LENGTH, charset=INSTRUCTION_CHARSET),
         }
         if privileged:
-            obs["egg"] = spaces.Box(-np.inf, np.inf, (13,), np.float32)
+            obs["egg"] = spaces.Box(-EGG_STATE_LIMIT, EGG_STATE_LIMIT, dtype=np.float32)
         if image_size:
             obs["image"] = spaces.Box(0, 255, (image_size, image_size, 3), np.uint8)
         if point_cloud:
-            obs["points"] = spaces.Box(-np.inf, np.inf, (point_cloud, 3), np.float32)
+            from robo_coevolve.env.point_cloud import WORKSPACE_HIGH, WORKSPACE_LOW
+
+            obs["points"] = spaces.Box(
+                np.tile(np.float32(WORKSPACE_LOW), (point_cloud, 1)),
+                np.tile(np.float32(WORKSPACE_HIGH), (point_cloud, 1)),
+                dtype=np.float32,
+            )
         self.observation_space = spaces.Dict(obs)
 
         self._rows: list[np.ndarray] = []
@@ -126,8 +141,15 @@ class EggFlipEnv(gym.Env):
         self._disturbance = sample_initial_state(self.physics, self.task, self.np_random)
         return self._begin(options)
 
-    def reset_to_state(self, state: np.ndarray, disturbance: Disturbance | None = None):
-        """Start an episode from a saved ``initial_state`` (of this task) instead of a draw."""
+    def reset_to_state(
+        self, state: np.ndarray, disturbance: Disturbance | None = None, task: TaskSpec | dict | None = None
+    ):
+        """Start an episode from a saved ``initial_state`` instead of a draw (for exact replay).
+
+        ``task`` (default: the current one) must be the task the state was saved under.
+        """
+        if task is not None:
+            self._set_task(self._as_task(task, self.task.skill))
         self.physics.set_state(state)
         self._disturbance = disturbance
         return self._begin({})
@@ -137,7 +159,7 @@ class EggFlipEnv(gym.Env):
         if not np.isfinite(action).all():
             raise ValueError(f"action {action} is not finite")
         p, d = self.physics, self.physics.data
-        d.ctrl[:] = np.clip(action, p.ctrl_low, p.ctrl_high)
+        d.ctrl[:] = self.action_to_pose(np.clip(action, -1.0, 1.0))
         for k in range(self.substeps):
             if self._disturbance is not None:
                 p.set_push(self._disturbance.force if self._disturbance.active(d.time) else (0, 0))
@@ -181,6 +203,17 @@ class EggFlipEnv(gym.Env):
         self._policy_camera = self._video_camera = self._depth_points = None
 
     # ------------------------------------------------------------------ extras
+    def action_to_pose(self, action: np.ndarray) -> np.ndarray:
+        """Normalised action(s) in [-1, 1] -> spatula target pose(s), m and rad (float64)."""
+        low, high = self.physics.ctrl_low.astype(np.float64), self.physics.ctrl_high.astype(np.float64)
+        return low + (np.asarray(action, dtype=np.float64) + 1.0) * 0.5 * (high - low)
+
+    def pose_to_action(self, pose: np.ndarray) -> np.ndarray:
+        """Spatula target pose(s), m and rad -> normalised action(s) (float32, clipped to [-1, 1])."""
+        low, high = self.physics.ctrl_low.astype(np.float64), self.physics.ctrl_high.astype(np.float64)
+        action = 2.0 * (np.asarray(pose, dtype=np.float64) - low) / (high - low) - 1.0
+        return np.clip(action, -1.0, 1.0).astype(np.float32)
+
     @property
     def horizon_steps(self) -> int:
         return int(round(self.task.horizon / self.control_dt))
@@ -189,10 +222,15 @@ class EggFlipEnv(gym.Env):
     def disturbance(self) -> Disturbance | None:
         return self._disturbance
 
+    def sensor_rows(self) -> np.ndarray:
+        """(T, nsensordata) float64 control-rate sensor rows of the episode so far."""
+        if not self._rows:
+            return np.zeros((0, self.physics.model.nsensordata))
+        return np.asarray(self._rows, dtype=np.float64)
+
     def record(self) -> dict[str, np.ndarray]:
         """The episode's control-rate sensor record so far, by sensor name (see the scorer)."""
-        rows = np.asarray(self._rows) if self._rows else np.zeros((0, self.physics.model.nsensordata))
-        return self.physics.record(rows)
+        return self.physics.record(self.sensor_rows())
 
     def outcome(self) -> Outcome:
         """The scorer's verdict on the episode so far."""
@@ -217,7 +255,7 @@ class EggFlipEnv(gym.Env):
             return TaskSpec.for_skill(skill)
         if isinstance(task, TaskSpec):
             return task
-        if isinstance(task, dict) or hasattr(task, "items"):
+        if isinstance(task, Mapping):
             return TaskSpec.from_dict(dict(task))
         raise TypeError(f"task must be a TaskSpec or a dict of its fields, got {type(task).__name__}")
 
@@ -243,11 +281,11 @@ class EggFlipEnv(gym.Env):
         p = self.physics
         proprio = np.concatenate([p.spatula_pose(), p.spatula_velocity(), p.data.ctrl])
         obs: dict[str, Any] = {
-            "proprio": np.nan_to_num(proprio).astype(np.float32),
+            "proprio": np.clip(np.nan_to_num(proprio), *self._proprio_bounds).astype(np.float32),
             "instruction": self.task.instruction,
         }
         if self.privileged:
-            obs["egg"] = np.nan_to_num(p.egg_state())
+            obs["egg"] = np.clip(np.nan_to_num(p.egg_state()), -EGG_STATE_LIMIT, EGG_STATE_LIMIT)
         if self.image_size:
             if self._policy_camera is None:
                 self._policy_camera = SceneRenderer(p.model, self.image_size, self.image_size, "policy")
@@ -257,5 +295,5 @@ class EggFlipEnv(gym.Env):
                 from robo_coevolve.env.point_cloud import DepthPointCloud
 
                 self._depth_points = DepthPointCloud(p.model, num_points=self.point_cloud)
-            obs["points"] = self._depth_points(p.data, self.np_random)
+            obs["points"] = self._depth_points(p.data)
         return obs

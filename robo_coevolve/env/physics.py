@@ -25,6 +25,11 @@ PEAK_SENSORS = ("egg_touch", "egg_on_blade", "egg_on_pan", "egg_on_floor", "egg_
 # Every qpos/qvel/act/ctrl/warmstart/applied-force entry: enough to continue bit for bit.
 STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
 
+_INSTABILITY_WARNINGS = (
+    mujoco.mjtWarning.mjWARN_BADQPOS,
+    mujoco.mjtWarning.mjWARN_BADQVEL,
+    mujoco.mjtWarning.mjWARN_BADQACC,
+)
 _STAND_TOP = 0.03  # m below the pan surface where the burner stand's column starts
 
 
@@ -178,7 +183,7 @@ class EggFlipPhysics:
     def diverged(self) -> bool:
         """Non-finite state or a MuJoCo instability warning since the last reset."""
         d = self.data
-        bad = d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number
+        bad = sum(d.warning[w].number for w in _INSTABILITY_WARNINGS)
         return bool(bad) or not (np.isfinite(d.qpos).all() and np.isfinite(d.qvel).all())
 
     # ------------------------------------------------------------------ sensor records

@@ -2,8 +2,8 @@
 
 Points are returned in the pan frame (m from the pan surface centre), cropped to the workspace
 above the pan, voxel-downsampled to even out the density of near and far surfaces, then brought to
-exactly ``num_points`` by farthest-point sampling (or by repeating points drawn with the caller's
-generator when the view holds fewer).
+exactly ``num_points`` by farthest-point sampling (or by cycling through the points when the view
+holds fewer, which keeps the observation deterministic and leaves the env's generator alone).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from robo_coevolve.env.rendering import SceneRenderer
 
-WORKSPACE_LOW = (-0.2, -0.2, -0.005)  # m, pan frame; excludes the pan surface itself
+WORKSPACE_LOW = (-0.2, -0.2, 0.001)  # m, pan frame; 1 mm up leaves out the bare pan surface
 WORKSPACE_HIGH = (0.2, 0.2, 0.35)
 
 
@@ -46,7 +46,7 @@ class DepthPointCloud:
         self._rays = np.stack([u / focal, -v / focal, -np.ones_like(u)], axis=-1).reshape(-1, 3)
         self._box = o3d.geometry.AxisAlignedBoundingBox(np.asarray(low, float), np.asarray(high, float))
 
-    def __call__(self, data: mujoco.MjData, rng: np.random.Generator) -> np.ndarray:
+    def __call__(self, data: mujoco.MjData) -> np.ndarray:
         """(num_points, 3) float32 points, m, in the pan frame."""
         depth = self._renderer.depth(data).reshape(-1)
         points_cam = self._rays * depth[:, None]
@@ -62,8 +62,7 @@ class DepthPointCloud:
         if n == 0:
             return np.zeros((self.num_points, 3), np.float32)
         if n < self.num_points:
-            extra = rng.integers(0, n, size=self.num_points - n)
-            points = np.concatenate([points, points[extra]])
+            points = points[np.arange(self.num_points) % n]
         return points
 
     def close(self) -> None:

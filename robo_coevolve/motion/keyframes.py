@@ -1,7 +1,8 @@
 """Keyframe motions: spatula targets interpolated between timed keyframes.
 
-A motion is a list of (time s, pose) keyframes, pose = (x, y, z, pitch, roll) in the env's action
-units. Between keyframes the target follows a shape-preserving cubic (scipy's PCHIP), which never
+A motion is a list of (time s, pose) keyframes, pose = (x, y, z, pitch, roll) in m and rad from
+the pan surface centre (``EggFlipEnv.pose_to_action`` turns poses into env actions).
+Between keyframes the target follows a shape-preserving cubic (scipy's PCHIP), which never
 overshoots a keyframe: a blade told to stay at z = 0 does not dip into the pan between two of them.
 Before the first and after the last keyframe the target holds still.
 """
@@ -38,7 +39,7 @@ class KeyframeMotion:
         t = np.clip(np.asarray(t, dtype=np.float64), self.times[0], self.times[-1])
         return self._spline(t)
 
-    def actions(self, control_dt: float, steps: int) -> np.ndarray:
-        """(steps, 5) float32 targets, one per control step; step k targets time (k + 1) * dt,
+    def targets(self, control_dt: float, steps: int) -> np.ndarray:
+        """(steps, 5) float32 target poses, one per control step; step k targets time (k + 1) * dt,
         where the servos should be by the end of the step."""
         return self.at((np.arange(steps) + 1) * control_dt).astype(np.float32)

@@ -1,0 +1,176 @@
+"""Trajectory: the record of one trial, and its exact replay.
+
+A trial is fully determined by its TaskSpec, the env's control rate, the initial sim state, the
+disturbance drawn at reset, and the actions: ``replay`` rebuilds the env from those and steps the
+same actions, which reproduces every sensor reading bit for bit (MuJoCo is deterministic on one
+machine and build). The sensor record and outcome are kept too, so a trajectory can be scored,
+filtered and rendered without re-simulating it.
+
+Saved as one ``.npz`` (arrays) with a JSON header (TaskSpec, outcome, disturbance, versions).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from robo_coevolve.env.egg_flip import EggFlipEnv
+from robo_coevolve.env.initial_state import Disturbance
+from robo_coevolve.task_spec import TaskSpec
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Trajectory:
+    """One trial.
+
+    Attributes:
+        task: the TaskSpec it ran.
+        control_hz: env control rate.
+        seed: the reset seed (None when started from a given state).
+        initial_state: (state_size,) float64 MuJoCo integration state at t = 0.
+        disturbance: the push drawn at reset, if any.
+        actions: (T, 5) float32 normalised spatula targets, as the env consumed them.
+        proprio: (T + 1, 15) float32 proprioception observed before each action and after the last.
+        sensors: (T, nsensordata) float64 control-rate sensor rows (see ``EggFlipPhysics.record``).
+        outcome: the scorer's ``Outcome`` as a dict.
+        meta: free-form provenance (e.g. which motion produced it).
+    """
+
+    task: TaskSpec
+    control_hz: float
+    seed: int | None
+    initial_state: np.ndarray
+    disturbance: Disturbance | None
+    actions: np.ndarray
+    proprio: np.ndarray
+    sensors: np.ndarray
+    outcome: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return bool(self.outcome["success"])
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    # ------------------------------------------------------------------ storage
+    def save(self, path: str | Path) -> Path:
+        """Write ``path`` (.npz); returns it."""
+        path = Path(path)
+        header = {
+            "format_version": FORMAT_VERSION,
+            "mujoco_version": mujoco.__version__,
+            "task": self.task.to_dict(),
+            "control_hz": self.control_hz,
+            "seed": self.seed,
+            "disturbance": None if self.disturbance is None else vars(self.disturbance),
+            "outcome": self.outcome,
+            "meta": self.meta,
+        }
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as f:
+            np.savez_compressed(
+                f,
+                header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+                initial_state=self.initial_state,
+                actions=self.actions,
+                proprio=self.proprio,
+                sensors=self.sensors,
+            )
+        tmp.replace(path)  # atomic: a crash leaves the old file or the new one, never half of one
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Trajectory:
+        path = Path(path)
+        try:
+            with np.load(path) as z:
+                header = json.loads(z["header"].tobytes().decode())
+                arrays = {k: z[k] for k in ("initial_state", "actions", "proprio", "sensors")}
+        except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path} is not a readable robo_coevolve trajectory: {exc}") from exc
+        if header.get("format_version") != FORMAT_VERSION:
+            raise ValueError(
+                f"{path} has trajectory format {header.get('format_version')}, this version "
+                f"reads {FORMAT_VERSION}"
+            )
+        dist = header["disturbance"]
+        return cls(
+            task=TaskSpec.from_dict(header["task"]),
+            control_hz=header["control_hz"],
+            seed=header["seed"],
+            disturbance=None
+            if dist is None
+            else Disturbance(dist["start"], dist["duration"], tuple(dist["force"])),
+            outcome=header["outcome"],
+            meta=header["meta"],
+            **arrays,
+        )
+
+
+def run_actions(
+    env: EggFlipEnv, actions: np.ndarray, seed: int | None = None, meta: dict | None = None
+) -> Trajectory:
+    """Reset ``env`` with ``seed`` and step normalised ``actions`` (stops early if the episode ends)."""
+    obs, _ = env.reset(seed=seed)
+    return _step_through(env, obs, actions, seed, meta)
+
+
+def run_motion(env: EggFlipEnv, motion_fn, seed: int | None = None, meta: dict | None = None) -> Trajectory:
+    """Reset ``env``, build a motion from the first observation with ``motion_fn(obs)`` (e.g. a
+    scripted motion) and run it for the task's horizon."""
+    obs, _ = env.reset(seed=seed)
+    actions = env.pose_to_action(motion_fn(obs).targets(env.control_dt, env.horizon_steps))
+    return _step_through(env, obs, actions, seed, meta)
+
+
+def replay(traj: Trajectory, env: EggFlipEnv | None = None) -> Trajectory:
+    """Re-simulate ``traj`` from its initial state and actions; returns the new Trajectory.
+
+    ``env`` (built with the same control rate) is reset to the trajectory's task; without one, a
+    state-only env is made for the purpose.
+    """
+    own = env is None
+    env = env or EggFlipEnv(task=traj.task, control_hz=traj.control_hz)
+    try:
+        if abs(env.control_dt * traj.control_hz - 1) > 1e-9:
+            raise ValueError(
+                f"env runs at {1 / env.control_dt:g} Hz, the trajectory at {traj.control_hz:g} Hz"
+            )
+        obs, _ = env.reset_to_state(traj.initial_state, traj.disturbance, task=traj.task)
+        return _step_through(env, obs, traj.actions, traj.seed, dict(traj.meta, replayed=True))
+    finally:
+        if own:
+            env.close()
+
+
+def _step_through(env: EggFlipEnv, obs, actions, seed, meta) -> Trajectory:
+    initial_state = env.initial_state.copy()
+    proprio = [obs["proprio"]]
+    done_actions = []
+    for action in np.asarray(actions, dtype=np.float32):
+        obs, _, terminated, truncated, _ = env.step(action)
+        proprio.append(obs["proprio"])
+        done_actions.append(action)
+        if terminated or truncated:
+            break
+    return Trajectory(
+        task=env.task,
+        control_hz=1.0 / env.control_dt,
+        seed=seed,
+        initial_state=initial_state,
+        disturbance=env.disturbance,
+        actions=np.asarray(done_actions, dtype=np.float32).reshape(-1, 5),
+        proprio=np.asarray(proprio, dtype=np.float32),
+        sensors=env.sensor_rows(),
+        outcome=env.outcome().to_dict(),
+        meta=dict(meta or {}),
+    )

@@ -1,0 +1,115 @@
+"""Render a trial to mp4, with the scorer's view of every step written over the frames.
+
+The trial is re-simulated from its initial state and actions (``trajectory.replay``), so any saved
+trajectory renders, from any camera and at any size. The overlay shows the skill, time, the egg's
+phase (on pan, on blade, in air, ...), the running integrity and peak force, and whether the
+success condition holds at that step; the last frames show the final verdict.
+
+Command line: ``robo-coevolve-render TRIAL.npz --out trial.mp4 [--camera side]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import imageio.v2 as imageio
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from robo_coevolve.env.egg_flip import EggFlipEnv
+from robo_coevolve.scoring import PHASES
+from robo_coevolve.trajectory import Trajectory
+
+
+def overlay(frame: np.ndarray, lines: list[str], colour=(255, 255, 255)) -> np.ndarray:
+    """``frame`` with ``lines`` of text in a dark box at its top left."""
+    image = Image.fromarray(frame)
+    size = max(12, frame.shape[0] // 28)
+    font = ImageFont.load_default(size=size)
+    draw = ImageDraw.Draw(image, "RGBA")
+    pad, height = size // 2, int(size * 1.3)
+    width = max(int(draw.textlength(line, font=font)) for line in lines) + 2 * pad
+    draw.rectangle([0, 0, width, len(lines) * height + pad], fill=(0, 0, 0, 150))
+    for i, line in enumerate(lines):
+        draw.text((pad, pad // 2 + i * height), line, font=font, fill=colour)
+    return np.asarray(image)
+
+
+def step_overlays(traj: Trajectory, env: EggFlipEnv) -> list[list[str]]:
+    """Overlay text for each control step of ``traj`` (scored with ``env``'s scorer)."""
+    record = env.physics.record(traj.sensors)
+    events = env.scorer.events(record)
+    lines = []
+    for t in range(len(traj)):
+        prefix = {k: v[: t + 1] for k, v in record.items()}
+        holds = env.scorer.outcome(traj.task.skill, prefix).success
+        lines.append(
+            [
+                f"{traj.task.skill}: {traj.task.instruction}",
+                f"t {(t + 1) / traj.control_hz:5.2f} s   phase: {PHASES[events['phase'][t]]}",
+                f"integrity {events['integrity'][t]:.2f}   force {np.nan_to_num(events['force'][t]):5.1f} N",
+                f"success {'holds' if holds else 'not yet'}",
+            ]
+        )
+    return lines
+
+
+def render_trial(
+    traj: Trajectory,
+    path: str | Path,
+    camera: str = "overview",
+    size: tuple[int, int] = (480, 360),
+    frame_every: int = 2,
+    tail_s: float = 1.0,
+) -> Path:
+    """Replay ``traj`` and write an mp4 to ``path``; returns the path.
+
+    ``frame_every`` control steps make one frame (2 at 50 Hz gives a 25 fps video); the last frame
+    is held ``tail_s`` s with the final verdict.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    env = EggFlipEnv(task=traj.task, control_hz=traj.control_hz, render_size=size, render_camera=camera)
+    try:
+        texts = step_overlays(traj, env)
+        fps = traj.control_hz / frame_every
+        env.reset_to_state(traj.initial_state, traj.disturbance, task=traj.task)
+        tmp = path.with_name(path.stem + ".part" + path.suffix)
+        with imageio.get_writer(tmp, fps=fps, codec="libx264", quality=7, macro_block_size=8) as writer:
+            writer.append_data(overlay(env.render_frame(), texts[0][:3] + ["success not yet"]))
+            frame = None
+            for t, action in enumerate(traj.actions):
+                env.step(action)
+                if t % frame_every == frame_every - 1 or t == len(traj) - 1:
+                    frame = overlay(env.render_frame(), texts[t])
+                    writer.append_data(frame)
+            out = traj.outcome
+            verdict = f"{'SUCCESS' if out['success'] else 'FAILED'}: {out['reason']}"
+            colour = (120, 255, 120) if out["success"] else (255, 140, 120)
+            last = overlay(env.render_frame(), texts[-1][:3] + [verdict], colour)
+            for _ in range(max(1, int(tail_s * fps))):
+                writer.append_data(last)
+        tmp.replace(path)
+    finally:
+        env.close()
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Render a saved trial (.npz) to mp4 with a score overlay.")
+    parser.add_argument("trial", type=Path, help="trajectory file written by Trajectory.save")
+    parser.add_argument("--out", type=Path, help="mp4 path (default: next to the trial)")
+    parser.add_argument("--camera", default="overview", help="overview, side or policy")
+    parser.add_argument("--size", type=int, nargs=2, default=(480, 360), metavar=("W", "H"))
+    parser.add_argument("--frame-every", type=int, default=2, help="control steps per frame")
+    args = parser.parse_args(argv)
+    traj = Trajectory.load(args.trial)
+    out = render_trial(
+        traj, args.out or args.trial.with_suffix(".mp4"), args.camera, tuple(args.size), args.frame_every
+    )
+    print(f"{out}  ({traj.task.skill}: {traj.outcome['reason']})")
+
+
+if __name__ == "__main__":
+    main()

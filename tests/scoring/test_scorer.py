@@ -1,0 +1,97 @@
+"""The scorer's pure functions on constructed sensor records."""
+
+import numpy as np
+import pytest
+
+from robo_coevolve.scoring import Scorer, Thresholds
+from robo_coevolve.scoring.integrity import integrity_from_peak, integrity_over_time
+
+
+def record(steps=20, height=0.06, up=1.0, on_blade=1, on_pan=0, on_floor=0, speed=0.0, force=0.5):
+    """A constant record of ``steps`` rows in the scene's sensor layout."""
+    col = lambda v, dim=1: np.full((steps, dim), v, dtype=np.float64)  # noqa: E731
+    egg_pos = col(0.0, 3)
+    egg_pos[:, 2] = height
+    egg_up = col(0.0, 3)
+    egg_up[:, 2] = up
+    linvel = col(0.0, 3)
+    linvel[:, 0] = speed
+    return {
+        "egg_touch": col(force),
+        "egg_pos": egg_pos,
+        "egg_quat": col(0.0, 4),
+        "egg_up": egg_up,
+        "egg_linvel": linvel,
+        "egg_angvel": col(0.0, 3),
+        "blade_pos": col(0.0, 3),
+        "blade_up": col(0.0, 3),
+        "blade_linvel": col(0.0, 3),
+        "egg_on_blade": col(on_blade),
+        "egg_on_pan": col(on_pan),
+        "egg_on_floor": col(on_floor),
+        "egg_on_burner": col(0),
+    }
+
+
+scorer = Scorer(control_dt=0.02)
+
+
+def test_integrity_is_one_below_crack_and_zero_at_break():
+    t = Thresholds()
+    assert integrity_from_peak(t.crack_force - 1, t) == 1.0
+    assert integrity_from_peak(t.break_force, t) == 0.0
+    assert integrity_from_peak((t.crack_force + t.break_force) / 2, t) == pytest.approx(0.5)
+
+
+def test_integrity_never_recovers():
+    t = Thresholds()
+    series = integrity_over_time(np.array([1.0, 50.0, 1.0, np.nan]), t)
+    assert series[1] == series[2] < 1.0
+    assert series[3] == 0.0  # a non-finite force is the worst case
+
+
+def test_scoop_predicate():
+    assert scorer.outcome("scoop", record()).success
+    assert scorer.outcome("scoop", record(height=0.01)).reason.startswith("egg not lifted")
+    assert scorer.outcome("scoop", record(on_pan=1)).reason == "egg not held by the blade alone at the end"
+    assert scorer.outcome("scoop", record(speed=0.5)).reason == "egg still moving on the blade at the end"
+    assert scorer.outcome("scoop", record(force=59.0)).reason.startswith("egg cracked")
+
+
+def test_flip_predicate():
+    assert scorer.outcome("flip", record(up=-1.0, height=0.0, on_blade=0, on_pan=1)).success
+    assert not scorer.outcome("flip", record(up=-0.3)).success
+
+
+def test_catch_requires_never_touching_the_pan():
+    rec = record()
+    assert scorer.outcome("catch", rec).success
+    rec["egg_on_pan"][3] = 1
+    assert scorer.outcome("catch", rec).reason == "egg touched the pan before it was caught"
+
+
+def test_success_must_hold_over_the_hold_window():
+    rec = record()
+    rec["egg_linvel"][-3, 0] = 0.5  # still sliding 60 ms before the end (hold window 200 ms)
+    assert not scorer.outcome("scoop", rec).success
+    rec = record()
+    rec["egg_linvel"][-12, 0] = 0.5  # outside the window: fine
+    assert scorer.outcome("scoop", rec).success
+
+
+def test_floor_and_divergence_fail_every_skill():
+    for skill in ("scoop", "flip", "catch"):
+        rec = record(up=-1.0)
+        rec["egg_on_floor"][0] = 1
+        assert scorer.outcome(skill, rec).reason == "egg fell to the floor"
+        assert scorer.outcome(skill, record(up=-1.0), diverged=True).reason == "simulation diverged"
+        rec = record(up=-1.0)
+        rec["egg_pos"][5] = np.nan
+        assert scorer.outcome(skill, rec).diverged
+
+
+def test_unknown_skill_and_bad_thresholds_raise():
+    with pytest.raises(ValueError, match="no success predicate for skill 'juggle'"):
+        scorer.outcome("juggle", record())
+    with pytest.raises(ValueError, match="crack_force < break_force"):
+        Thresholds(crack_force=70.0)
