@@ -4,8 +4,10 @@ The meshes are committed; run this only after changing a dimension here::
 
     python scripts/build_assets.py
 
-Both meshes are convex (MuJoCo collides a mesh through its convex hull anyway), built as the convex
-hull of a few analytic rings and corners so that the output is reproducible byte for byte.
+The egg white and the blade are convex (MuJoCo collides a mesh through its convex hull anyway),
+built as the convex hull of a few analytic rings and corners; the pan rim is a visual-only ring
+(one mesh renders far faster than the ring of collision boxes it stands for). Everything is built
+from analytic points, so the output is reproducible byte for byte.
 
 Dimensions follow the feasibility study in DESIGN.md: an egg white with a thin, bevelled rim (a
 sharp-edged disc cannot be scooped, the blade only pushes it) and a wedge-tipped blade.
@@ -42,6 +44,12 @@ BLADE_TIP_THICKNESS = 0.0002
 BLADE_BEVEL_LENGTH = 0.03
 
 
+# Pan rim (visual only; collisions use a ring of boxes): a flared wall, (radius, height) of its
+# inner and outer faces at the bottom and top, metres.
+PAN_RIM_SEGMENTS = 64
+PAN_RIM_PROFILE = [(0.130, 0.0), (0.136, -0.004), (0.146, 0.026), (0.141, 0.026)]
+
+
 def egg_white_points() -> np.ndarray:
     angles = np.linspace(0.0, 2.0 * np.pi, EGG_WHITE_SEGMENTS, endpoint=False)
     rings = [
@@ -67,6 +75,25 @@ def blade_points() -> np.ndarray:
     return np.asarray(corners, dtype=np.float64)
 
 
+def pan_rim_mesh() -> o3d.geometry.TriangleMesh:
+    """A closed, non-convex ring: the profile swept around z."""
+    angles = np.linspace(0.0, 2.0 * np.pi, PAN_RIM_SEGMENTS, endpoint=False)
+    n, k = PAN_RIM_SEGMENTS, len(PAN_RIM_PROFILE)
+    vertices = [(r * np.cos(a), r * np.sin(a), z) for a in angles for r, z in PAN_RIM_PROFILE]
+    triangles = []
+    for i in range(n):
+        j = (i + 1) % n
+        for p in range(k):
+            q = (p + 1) % k
+            a, b, c, d = i * k + p, j * k + p, j * k + q, i * k + q
+            triangles += [(a, b, c), (a, c, d)]
+    mesh = o3d.geometry.TriangleMesh(
+        o3d.utility.Vector3dVector(np.asarray(vertices)), o3d.utility.Vector3iVector(np.asarray(triangles))
+    )
+    mesh.orient_triangles()
+    return mesh
+
+
 def convex_mesh(points: np.ndarray) -> o3d.geometry.TriangleMesh:
     cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(points))
     hull, _ = cloud.compute_convex_hull()
@@ -89,9 +116,14 @@ def build(out_dir: Path = ASSETS) -> list[Path]:
     """Build every mesh into ``out_dir``; returns the written paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, points in (("egg_white.obj", egg_white_points()), ("blade.obj", blade_points())):
+    meshes = {
+        "egg_white.obj": convex_mesh(egg_white_points()),
+        "blade.obj": convex_mesh(blade_points()),
+        "pan_rim.obj": pan_rim_mesh(),
+    }
+    for name, mesh in meshes.items():
         path = out_dir / name
-        write_obj(convex_mesh(points), path)
+        write_obj(mesh, path)
         written.append(path)
     return written
 

@@ -30,7 +30,8 @@ from gymnasium import spaces
 from robo_coevolve.env.initial_state import Disturbance, sample_initial_state
 from robo_coevolve.env.physics import EggFlipPhysics
 from robo_coevolve.env.rendering import SceneRenderer
-from robo_coevolve.scoring import Outcome, Scorer, Thresholds
+from robo_coevolve.scoring import PHASES, Outcome, Scorer, Thresholds
+from robo_coevolve.scoring.events import phase_index
 from robo_coevolve.scoring.integrity import integrity_from_peak
 from robo_coevolve.task_spec import INSTRUCTION_CHARSET, MAX_INSTRUCTION_LENGTH, TaskSpec
 
@@ -124,6 +125,9 @@ class EggFlipEnv(gym.Env):
 
         self._rows: list[np.ndarray] = []
         self._substep_rows = np.zeros((self.substeps, self.physics.model.nsensordata))
+        self._step_columns = self.physics.sensor_columns(
+            "egg_touch", "egg_on_blade", "egg_on_pan", "egg_on_burner", "egg_on_floor"
+        )
         self._disturbance: Disturbance | None = None
         self._diverged = False
         self._steps = 0
@@ -165,21 +169,22 @@ class EggFlipEnv(gym.Env):
                 p.set_push(self._disturbance.force if self._disturbance.active(d.time) else (0, 0))
             mujoco.mj_step(p.model, d)
             self._substep_rows[k] = d.sensordata
-            if p.diverged():
-                self._substep_rows[k:] = np.nan
-                self._diverged = True
-                break
-        row = p.reduce_substeps(self._substep_rows, self.substeps)
-        self._rows.append(row[0])
+        # Once per control step: MuJoCo's warning counters accumulate and a NaN stays NaN.
+        if p.diverged():
+            self._substep_rows[:] = np.nan
+            self._diverged = True
+        row = p.reduce_substeps(self._substep_rows, self.substeps)[0]
+        self._rows.append(row)
         self._steps += 1
 
-        events = self.scorer.events(p.record(row))
-        force = float(np.nan_to_num(events["force"][0], nan=np.inf))
+        force, on_blade, on_pan, on_burner, on_floor = row[self._step_columns]
+        force = float(force) if np.isfinite(force) else np.inf
         self._peak_force = max(self._peak_force, force)
-        terminated = self._diverged or bool(events["on_floor"][0])
+        terminated = self._diverged or bool(on_floor > 0)
         truncated = not terminated and self._steps >= self.horizon_steps
+        phase = phase_index(on_blade > 0, on_pan > 0, on_burner > 0, on_floor > 0, not self._diverged)
         info = {
-            "phase": self.scorer.phase_name(events["phase"][0]),
+            "phase": PHASES[int(phase)],
             "integrity": float(integrity_from_peak(self._peak_force, self.scorer.thresholds)),
             "force": force,
             "diverged": self._diverged,
@@ -277,15 +282,18 @@ class EggFlipEnv(gym.Env):
         info = {"task": self.task.to_dict(), "phase": None}
         return self._observation(), info
 
+    def _finite(self, x: np.ndarray) -> np.ndarray:
+        return np.nan_to_num(x) if self._diverged else x
+
     def _observation(self) -> dict[str, Any]:
         p = self.physics
         proprio = np.concatenate([p.spatula_pose(), p.spatula_velocity(), p.data.ctrl])
         obs: dict[str, Any] = {
-            "proprio": np.clip(np.nan_to_num(proprio), *self._proprio_bounds).astype(np.float32),
+            "proprio": np.clip(self._finite(proprio), *self._proprio_bounds).astype(np.float32),
             "instruction": self.task.instruction,
         }
         if self.privileged:
-            obs["egg"] = np.clip(np.nan_to_num(p.egg_state()), -EGG_STATE_LIMIT, EGG_STATE_LIMIT)
+            obs["egg"] = np.clip(self._finite(p.egg_state()), -EGG_STATE_LIMIT, EGG_STATE_LIMIT)
         if self.image_size:
             if self._policy_camera is None:
                 self._policy_camera = SceneRenderer(p.model, self.image_size, self.image_size, "policy")

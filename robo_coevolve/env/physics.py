@@ -104,6 +104,10 @@ class EggFlipPhysics:
             m.pair_friction[self._pairs[pair], :2] = mu
 
     # ------------------------------------------------------------------ named read-outs
+    def sensor_columns(self, *names: str) -> np.ndarray:
+        """Column indices in ``sensordata`` of the first value of each named sensor."""
+        return np.array([self.sensor_slices[n].start for n in names])
+
     def sensor(self, name: str) -> np.ndarray:
         return self.data.sensordata[self.sensor_slices[name]]
 
@@ -178,6 +182,10 @@ class EggFlipPhysics:
                 "was it saved from another scene or MuJoCo version?"
             )
         mujoco.mj_setState(self.model, self.data, state, STATE_SPEC)
+        # Warning counters are not part of the state: clear them, or an earlier divergence would
+        # mark every continuation from this state as diverged.
+        for w in self.data.warning:
+            w.number = 0
         mujoco.mj_forward(self.model, self.data)
 
     def diverged(self) -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+HIDDEN_GROUP = 3  # geom group of collision-only geoms (the pan rim's boxes)
+
 
 class SceneRenderer:
     """Renders one camera of a model at a fixed size.
@@ -32,21 +34,31 @@ class SceneRenderer:
                 f"{max_w}x{max_h}: lower it or raise <visual><global offwidth/offheight>"
             )
         self.camera = camera
-        self._renderer = mujoco.Renderer(model, height=height, width=width)
+        # The render context reads the multisampling setting when it is created: fast frames
+        # skip it (~3x faster under software GL), videos keep the scene's.
+        samples = model.vis.quality.offsamples
+        if not pretty:
+            model.vis.quality.offsamples = 0
+        try:
+            self._renderer = mujoco.Renderer(model, height=height, width=width)
+        finally:
+            model.vis.quality.offsamples = samples
         self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = pretty
         self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = pretty
+        self._options = mujoco.MjvOption()
+        self._options.geomgroup[HIDDEN_GROUP] = 0
         self._depth = False
 
     def rgb(self, data: mujoco.MjData) -> np.ndarray:
         """(height, width, 3) uint8 image."""
         self._set_depth(False)
-        self._renderer.update_scene(data, camera=self.camera)
+        self._renderer.update_scene(data, camera=self.camera, scene_option=self._options)
         return self._renderer.render()
 
     def depth(self, data: mujoco.MjData) -> np.ndarray:
         """(height, width) float32 distance along the camera axis, m."""
         self._set_depth(True)
-        self._renderer.update_scene(data, camera=self.camera)
+        self._renderer.update_scene(data, camera=self.camera, scene_option=self._options)
         return self._renderer.render().astype(np.float32)
 
     def _set_depth(self, on: bool) -> None:

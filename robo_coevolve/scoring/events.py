@@ -16,6 +16,15 @@ from robo_coevolve.scoring.thresholds import Thresholds
 PHASES = ("in air", "on pan", "on blade", "pinched", "on burner", "on floor", "diverged")
 
 
+def phase_index(on_blade, on_pan, on_burner, on_floor, finite):
+    """Index into ``PHASES`` of the egg's situation; works on scalars and on (T,) arrays."""
+    return np.select(
+        [~np.asarray(finite), on_floor, on_burner, on_blade & on_pan, on_blade, on_pan],
+        [PHASES.index(p) for p in ("diverged", "on floor", "on burner", "pinched", "on blade", "on pan")],
+        default=PHASES.index("in air"),
+    )
+
+
 def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[str, np.ndarray]:
     """Boolean and scalar events per step, each a (T,) array.
 
@@ -39,13 +48,7 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
     in_air = ~(on_blade | on_pan | on_floor | on_burner)
     force = record["egg_touch"][:, 0]
 
-    phase = np.zeros(len(height), dtype=np.int64)
-    phase[on_pan] = PHASES.index("on pan")
-    phase[on_blade] = PHASES.index("on blade")
-    phase[on_blade & on_pan] = PHASES.index("pinched")
-    phase[on_burner] = PHASES.index("on burner")
-    phase[on_floor] = PHASES.index("on floor")
-    phase[~finite] = PHASES.index("diverged")
+    phase = phase_index(on_blade, on_pan, on_burner, on_floor, finite)
     return {
         "height": height,
         "on_blade": on_blade,

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from robo_coevolve.scoring.events import PHASES, step_events
+from robo_coevolve.scoring.events import step_events
 from robo_coevolve.scoring.success import judge
 from robo_coevolve.scoring.thresholds import Thresholds
 
@@ -75,7 +75,3 @@ class Scorer:
             diverged=bool(not ev["finite"].all()),
             steps=len(force),
         )
-
-    @staticmethod
-    def phase_name(index: int) -> str:
-        return PHASES[int(index)]
