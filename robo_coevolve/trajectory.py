@@ -61,6 +61,25 @@ class Trajectory:
     def __len__(self) -> int:
         return len(self.actions)
 
+    @classmethod
+    def from_env(
+        cls, env: EggFlipEnv, initial_state, actions, proprio, seed: int | None, meta: dict | None
+    ) -> Trajectory:
+        """The record of the episode ``env`` has just stepped: its task, disturbance, sensor rows
+        and outcome, with the given actions and proprioception."""
+        return cls(
+            task=env.task,
+            control_hz=1.0 / env.control_dt,
+            seed=seed,
+            initial_state=np.asarray(initial_state, dtype=np.float64).copy(),
+            disturbance=env.disturbance,
+            actions=np.asarray(actions, dtype=np.float32).reshape(-1, 5),
+            proprio=np.asarray(proprio, dtype=np.float32),
+            sensors=env.sensor_rows(),
+            outcome=env.outcome().to_dict(),
+            meta=dict(meta or {}),
+        )
+
     # ------------------------------------------------------------------ storage
     def save(self, path: str | Path) -> Path:
         """Write ``path`` (.npz); returns it."""
@@ -162,15 +181,4 @@ def _step_through(env: EggFlipEnv, obs, actions, seed, meta) -> Trajectory:
         done_actions.append(action)
         if terminated or truncated:
             break
-    return Trajectory(
-        task=env.task,
-        control_hz=1.0 / env.control_dt,
-        seed=seed,
-        initial_state=initial_state,
-        disturbance=env.disturbance,
-        actions=np.asarray(done_actions, dtype=np.float32).reshape(-1, 5),
-        proprio=np.asarray(proprio, dtype=np.float32),
-        sensors=env.sensor_rows(),
-        outcome=env.outcome().to_dict(),
-        meta=dict(meta or {}),
-    )
+    return Trajectory.from_env(env, initial_state, done_actions, proprio, seed, meta)

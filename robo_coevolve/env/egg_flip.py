@@ -13,7 +13,8 @@ The observation is a ``Dict``:
 - ``instruction``: the task's instruction text.
 
 The reward is the scorer's verdict, paid once at the end of the episode (1 for success). The
-episode terminates early when the egg reaches the floor or the simulation diverges, and truncates
+episode terminates early when the egg falls off the pan (touches the floor or drops below the
+pan, see ``Thresholds.fall_depth``) or the simulation diverges, and truncates
 at the task's horizon. ``info["outcome"]`` holds the scorer's ``Outcome`` on the last step.
 """
 
@@ -31,7 +32,7 @@ from robo_coevolve.env.initial_state import Disturbance, sample_initial_state
 from robo_coevolve.env.physics import EggFlipPhysics
 from robo_coevolve.env.rendering import SceneRenderer
 from robo_coevolve.scoring import PHASES, Outcome, Scorer, Thresholds
-from robo_coevolve.scoring.events import phase_index
+from robo_coevolve.scoring.events import fell, phase_index
 from robo_coevolve.scoring.integrity import integrity_from_peak
 from robo_coevolve.task_spec import INSTRUCTION_CHARSET, MAX_INSTRUCTION_LENGTH, TaskSpec
 
@@ -128,6 +129,7 @@ class EggFlipEnv(gym.Env):
         self._step_columns = self.physics.sensor_columns(
             "egg_touch", "egg_on_blade", "egg_on_pan", "egg_on_burner", "egg_on_floor"
         )
+        self._height_column = self.physics.sensor_slices["egg_pos"].start + 2
         self._disturbance: Disturbance | None = None
         self._diverged = False
         self._steps = 0
@@ -180,9 +182,10 @@ class EggFlipEnv(gym.Env):
         force, on_blade, on_pan, on_burner, on_floor = row[self._step_columns]
         force = float(force) if np.isfinite(force) else np.inf
         self._peak_force = max(self._peak_force, force)
-        terminated = self._diverged or bool(on_floor > 0)
+        on_floor = fell(on_floor, row[self._height_column], self.scorer.thresholds)
+        terminated = self._diverged or bool(on_floor)
         truncated = not terminated and self._steps >= self.horizon_steps
-        phase = phase_index(on_blade > 0, on_pan > 0, on_burner > 0, on_floor > 0, not self._diverged)
+        phase = phase_index(on_blade > 0, on_pan > 0, on_burner > 0, on_floor, not self._diverged)
         info = {
             "phase": PHASES[int(phase)],
             "integrity": float(integrity_from_peak(self._peak_force, self.scorer.thresholds)),
@@ -218,6 +221,15 @@ class EggFlipEnv(gym.Env):
         low, high = self.physics.ctrl_low.astype(np.float64), self.physics.ctrl_high.astype(np.float64)
         action = 2.0 * (np.asarray(pose, dtype=np.float64) - low) / (high - low) - 1.0
         return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+    def proprio(self, pose: np.ndarray, velocity: np.ndarray, command: np.ndarray) -> np.ndarray:
+        """The ``proprio`` observation(s) of spatula pose(s), velocity(ies) and the commanded
+        pose(s), (..., 5) each in SI: (..., 15) float32, non-finite values zeroed, clipped into
+        the observation space (used for live steps and for records made outside the env)."""
+        proprio = np.concatenate([pose, velocity, command], axis=-1)
+        if not np.isfinite(proprio).all():
+            proprio = np.nan_to_num(proprio)
+        return np.clip(proprio, *self._proprio_bounds).astype(np.float32)
 
     @property
     def horizon_steps(self) -> int:
@@ -287,13 +299,13 @@ class EggFlipEnv(gym.Env):
 
     def _observation(self) -> dict[str, Any]:
         p = self.physics
-        proprio = np.concatenate([p.spatula_pose(), p.spatula_velocity(), p.data.ctrl])
         obs: dict[str, Any] = {
-            "proprio": np.clip(self._finite(proprio), *self._proprio_bounds).astype(np.float32),
+            "proprio": self.proprio(p.spatula_pose(), p.spatula_velocity(), p.data.ctrl),
             "instruction": self.task.instruction,
         }
         if self.privileged:
-            obs["egg"] = np.clip(self._finite(p.egg_state()), -EGG_STATE_LIMIT, EGG_STATE_LIMIT)
+            egg = np.clip(self._finite(p.egg_state()), -EGG_STATE_LIMIT, EGG_STATE_LIMIT)
+            obs["egg"] = egg.astype(np.float32)
         if self.image_size:
             if self._policy_camera is None:
                 self._policy_camera = SceneRenderer(p.model, self.image_size, self.image_size, "policy")

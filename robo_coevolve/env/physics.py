@@ -131,7 +131,7 @@ class EggFlipPhysics:
         return self.sensor("egg_up")
 
     def egg_state(self) -> np.ndarray:
-        """(13,) float32: egg position from the pan centre, quaternion, linear and angular velocity."""
+        """(13,) float64: egg position from the pan centre, quaternion, linear and angular velocity."""
         return np.concatenate(
             [
                 self.sensor("egg_pos"),
@@ -139,7 +139,7 @@ class EggFlipPhysics:
                 self.sensor("egg_linvel"),
                 self.sensor("egg_angvel"),
             ]
-        ).astype(np.float32)
+        )
 
     def set_egg(self, position, quat, linvel=(0, 0, 0), angvel=(0, 0, 0)) -> None:
         """Place the egg (position from the pan surface centre) and set its velocity."""

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from robo_coevolve.scoring.events import step_events
+from robo_coevolve.scoring.progress import margin, progress
 from robo_coevolve.scoring.success import judge
 from robo_coevolve.scoring.thresholds import Thresholds
 
@@ -17,13 +18,17 @@ class Outcome:
     """What happened in one trial.
 
     ``success`` is the skill's predicate (see ``robo_coevolve.scoring.success``), ``reason`` the
-    first unmet condition or "success", ``integrity`` in [0, 1], ``peak_force`` N, ``max_height``
+    first unmet condition or "success", ``progress`` in [0, 1] how close it came (see
+    ``robo_coevolve.scoring.progress``), ``margin`` in [0, 1] how safely (force and placement
+    margins), ``integrity`` in [0, 1], ``peak_force`` N, ``max_height``
     m above the pan surface, ``steps`` control steps scored.
     """
 
     skill: str
     success: bool
     reason: str
+    progress: float
+    margin: float
     integrity: float
     peak_force: float
     max_height: float
@@ -66,6 +71,8 @@ class Scorer:
             skill=skill,
             success=bool(success),
             reason=reason,
+            progress=1.0 if success else progress(skill, ev, self.hold_steps, self.thresholds),
+            margin=margin(ev, self.hold_steps, self.thresholds),
             integrity=float(ev["integrity"][-1]),
             peak_force=float(force.max()),
             max_height=float(ev["height"].max()),

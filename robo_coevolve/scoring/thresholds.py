@@ -23,6 +23,10 @@ class Thresholds:
     break_force: float = 60.0  # N: at this peak the egg's integrity is 0
     min_integrity: float = 0.7  # a success needs at least this integrity
     hold_time: float = 0.2  # s: a success condition must hold over the episode's last hold_time
+    # m below the pan surface: an egg this low has left the pan and the stove and is falling to
+    # the floor. Counting it as fallen here ends the episode before a fast egg hits the floor
+    # (such impacts can make the simulation unstable, and the verdict is already known).
+    fall_depth: float = 0.05
 
     def __post_init__(self) -> None:
         if not 0 < self.crack_force < self.break_force:
@@ -30,5 +34,7 @@ class Thresholds:
                 f"scoring thresholds need 0 < crack_force < break_force, got "
                 f"{self.crack_force} and {self.break_force}"
             )
+        if self.fall_depth <= 0:
+            raise ValueError(f"fall_depth={self.fall_depth} must be > 0 (m below the pan surface)")
         if not 0 <= self.min_integrity <= 1:
             raise ValueError(f"min_integrity={self.min_integrity} must lie in [0, 1]")

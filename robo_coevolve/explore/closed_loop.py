@@ -1,0 +1,119 @@
+"""Closed-loop episodes: a policy (plus exploration noise) steps many envs in lockstep.
+
+One call runs a fixed group of episodes: one env each, one batched ``policy.act`` per control
+step for the whole group. The group's composition (not the worker that runs it) is all that the
+results depend on: an episode's noise comes from its own seed, episodes that have ended stay in
+the batch with their last observation (their actions are ignored), and torch runs on one thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from robo_coevolve.env.egg_flip import EggFlipEnv
+from robo_coevolve.explore.noise import NoiseSpec
+from robo_coevolve.explore.policies import Policy
+from robo_coevolve.scoring import Thresholds
+from robo_coevolve.task_spec import TaskSpec
+from robo_coevolve.trajectory import Trajectory
+
+
+@dataclass(frozen=True, eq=False)
+class PolicyEpisode:
+    """One closed-loop episode: a concrete task (its ``seed`` is the reset seed) and the noise
+    added to the policy's actions, drawn from ``noise_seed``."""
+
+    task: TaskSpec
+    noise: NoiseSpec | None = None
+    noise_seed: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def _single_thread_torch():
+    try:
+        import torch
+    except ImportError:  # a numpy policy
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _stack(observations: list[dict]) -> dict:
+    batch = {k: np.stack([o[k] for o in observations]) for k in observations[0] if k != "instruction"}
+    batch["instruction"] = [o["instruction"] for o in observations]
+    return batch
+
+
+def run_policy_episodes(
+    policy: Policy,
+    episodes: list[PolicyEpisode],
+    control_hz: float = 50.0,
+    thresholds: Thresholds | dict | None = None,
+) -> list[Trajectory]:
+    """Run ``episodes`` with ``policy`` in lockstep; one Trajectory each, in order."""
+    envs = [
+        EggFlipEnv(
+            task=ep.task,
+            control_hz=control_hz,
+            privileged=policy.privileged,
+            image_size=policy.image_size,
+            thresholds=thresholds,
+        )
+        for ep in episodes
+    ]
+    try:
+        obs = [env.reset(seed=ep.task.seed)[0] for env, ep in zip(envs, episodes, strict=True)]
+        initial = [env.initial_state.copy() for env in envs]
+        noise = [
+            (ep.noise.sample(np.random.default_rng(ep.noise_seed), env.horizon_steps) if ep.noise else None)
+            for env, ep in zip(envs, episodes, strict=True)
+        ]
+        proprio = [[o["proprio"]] for o in obs]
+        actions: list[list[np.ndarray]] = [[] for _ in episodes]
+        live = [True] * len(episodes)
+        with _single_thread_torch():
+            policy.reset(len(episodes))
+            t = 0
+            while any(live):
+                batch = np.asarray(policy.act(_stack(obs)), dtype=np.float64).reshape(len(episodes), 5)
+                for i, env in enumerate(envs):
+                    if not live[i]:
+                        continue
+                    a = batch[i] + (noise[i][t] if noise[i] is not None else 0.0)
+                    a = np.clip(np.nan_to_num(a), -1.0, 1.0).astype(np.float32)
+                    obs[i], _, terminated, truncated, _ = env.step(a)
+                    proprio[i].append(obs[i]["proprio"])
+                    actions[i].append(a)
+                    live[i] = not (terminated or truncated)
+                t += 1
+        return [
+            Trajectory.from_env(
+                env,
+                initial[i],
+                actions[i],
+                proprio[i],
+                ep.task.seed,
+                {
+                    "plan": "policy",
+                    "policy": type(policy).__name__,
+                    "noise": None
+                    if ep.noise is None
+                    else {"kind": ep.noise.kind, "temperature": ep.noise.temperature, "seed": ep.noise_seed},
+                    **ep.meta,
+                },
+            )
+            for i, (env, ep) in enumerate(zip(envs, episodes, strict=True))
+        ]
+    finally:
+        for env in envs:
+            env.close()

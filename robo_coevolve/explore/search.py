@@ -1,0 +1,177 @@
+"""Primitive search: from zero demonstrations to reliable successes of a skill.
+
+Each generation, the mixture CEM (``explore.cem``) proposes motion-primitive parameters, every
+proposal runs once on a freshly drawn task (egg pose, mass, ... from a ``TaskDistribution``), and
+the physics scorer's verdict ranks them: ``score = progress + success * (1 + margin)``, so a
+success always beats a failure and, among successes, the one with more room to spare (gentler,
+better centred; see ``scoring.progress``) wins. The search stops at its
+trial budget or once the best mode's recent success rate reaches ``target``.
+
+Success rates reported per generation are those of the trials actually run (exploration noise
+included); ``evaluate`` measures a parameter vector on fresh tasks, without noise.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robo_coevolve.explore import primitives
+from robo_coevolve.explore.backend import RolloutBackend
+from robo_coevolve.explore.cem import MixtureCEM
+from robo_coevolve.explore.open_loop import Trial
+from robo_coevolve.explore.plans import PrimitivePlan
+from robo_coevolve.task_distribution import TaskDistribution
+from robo_coevolve.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
+
+
+def trial_score(outcome: dict) -> float:
+    """The search's ranking of one trial: progress, plus 1 + margin for a success."""
+    return float(outcome["progress"]) + float(outcome["success"]) * (1.0 + float(outcome["margin"]))
+
+
+@dataclass
+class Generation:
+    """What one generation of the search did."""
+
+    index: int
+    trials: int  # cumulative
+    success_rate: float  # over this generation's trials
+    mode_success: list[float]  # per mode, over its own samples (prior samples excluded)
+    mean_score: float
+    modes: int
+
+    def to_dict(self) -> dict:
+        return dict(vars(self))
+
+
+@dataclass
+class SearchResult:
+    """The search's history, its answer (the best mode's mean) and the trials worth keeping."""
+
+    skill: str
+    trials: int
+    history: list[Generation]
+    best_params: np.ndarray | None
+    modes: list[np.ndarray]
+    successes: list[Trajectory] = field(default_factory=list)
+    last_generation: list[Trajectory] = field(default_factory=list)
+
+    @property
+    def success_rate(self) -> float:
+        """Success rate of the last generation's trials."""
+        return self.history[-1].success_rate if self.history else 0.0
+
+
+class PrimitiveSearch:
+    """Mixture-CEM search over motion primitives for one skill.
+
+    Args:
+        tasks: the distribution each trial's task is drawn from.
+        backend: where trials run.
+        seed: seeds the task draws and the CEM (same seed, same search, any backend).
+        population: trials per generation.
+        keep_successes: keep every successful Trajectory (for the refiner); False keeps none.
+        **cem: further ``MixtureCEM`` arguments (elite_frac, max_modes, ...).
+    """
+
+    def __init__(
+        self,
+        tasks: TaskDistribution,
+        backend: RolloutBackend,
+        seed: int = 0,
+        population: int = 100,
+        keep_successes: bool = True,
+        **cem,
+    ):
+        self.tasks = tasks
+        self.backend = backend
+        self.rng = np.random.default_rng(seed)
+        self.cem = MixtureCEM(
+            primitives.dim(), np.random.default_rng(self.rng.integers(2**63)), population, **cem
+        )
+        self.keep_successes = keep_successes
+
+    def run(
+        self,
+        budget: int,
+        target: float | None = None,
+        patience: int = 2,
+        on_generation: Callable[[Generation, list[Trajectory]], None] | None = None,
+    ) -> SearchResult:
+        """Search until ``budget`` trials have run, or until the best mode's success rate has been
+        at least ``target`` for ``patience`` generations in a row."""
+        if budget < 1:
+            raise ValueError(f"budget={budget} must be >= 1 trial")
+        history: list[Generation] = []
+        successes: list[Trajectory] = []
+        trajs: list[Trajectory] = []
+        done, streak = 0, 0
+        while done < budget:
+            params, labels = self.cem.ask()
+            n = min(len(params), budget - done)
+            params, labels = params[:n], labels[:n]
+            tasks = self.tasks.sample_many(self.rng, n)
+            trials = [
+                Trial(task, PrimitivePlan(p), {"generation": self.cem.generation, "mode": int(k)})
+                for task, p, k in zip(tasks, params, labels, strict=True)
+            ]
+            trajs = self.backend.run_trials(trials)
+            done += n
+            scores = np.array([trial_score(t.outcome) for t in trajs])
+            success = np.array([t.success for t in trajs])
+            mode_success = [
+                float(success[labels == k].mean()) if (labels == k).any() else 0.0
+                for k in range(len(self.cem.modes))
+            ]
+            self.cem.tell(params, labels, scores, success)
+            gen = Generation(
+                index=len(history),
+                trials=done,
+                success_rate=float(success.mean()),
+                mode_success=mode_success,
+                mean_score=float(scores.mean()),
+                modes=len(self.cem.modes),
+            )
+            history.append(gen)
+            if self.keep_successes:
+                successes.extend(t for t in trajs if t.success)
+            log.info(
+                "%s generation %d: %d trials, success %.0f%% (modes %s)",
+                self.tasks.skill,
+                gen.index,
+                done,
+                100 * gen.success_rate,
+                " ".join(f"{100 * s:.0f}%" for s in mode_success) or "-",
+            )
+            if on_generation is not None:
+                on_generation(gen, trajs)
+            best = self.cem.best_mode()
+            streak = streak + 1 if target is not None and best is not None and best.success >= target else 0
+            if streak >= patience:
+                break
+        best = self.cem.best_mode()
+        return SearchResult(
+            skill=self.tasks.skill,
+            trials=done,
+            history=history,
+            best_params=None if best is None else best.mean.copy(),
+            modes=[m.mean.copy() for m in self.cem.modes],
+            successes=successes,
+            last_generation=trajs,
+        )
+
+
+def evaluate_params(
+    params: np.ndarray, tasks: TaskDistribution, backend: RolloutBackend, n: int, seed: int
+) -> list[Trajectory]:
+    """Run one primitive on ``n`` fresh tasks drawn with ``seed`` (no exploration noise)."""
+    rng = np.random.default_rng(seed)
+    return backend.run_trials(
+        [Trial(t, PrimitivePlan(params), {"evaluation": True}) for t in tasks.sample_many(rng, n)]
+    )
