@@ -6,7 +6,10 @@ import os
 # headless. A value the user set wins.
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+import logging  # noqa: E402
+
 import gymnasium  # noqa: E402
+import mujoco  # noqa: E402
 
 from robo_coevolve.task_spec import SKILLS, TaskSpec, TaskSpecError  # noqa: E402
 
@@ -21,5 +24,12 @@ def register_envs() -> None:
 
 
 register_envs()
+
+# MuJoCo prints its warnings to stdout and appends them to MUJOCO_LOG.TXT in the working
+# directory. Exploration makes unstable trials on purpose (they are recorded as diverged), so
+# route the warnings to the "mujoco" logger at DEBUG instead, unless the user installed a handler.
+if mujoco.get_mju_user_warning() is None:
+    _mujoco_log = logging.getLogger("mujoco")
+    mujoco.set_mju_user_warning(lambda message: _mujoco_log.debug("%s", message))
 
 __all__ = ["ENV_ID", "SKILLS", "TaskSpec", "TaskSpecError", "register_envs", "__version__"]

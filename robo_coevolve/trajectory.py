@@ -21,6 +21,9 @@ import numpy as np
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.env.initial_state import Disturbance
+from robo_coevolve.env.physics import sensor_layout
+from robo_coevolve.scoring import Thresholds
+from robo_coevolve.scoring.events import step_events
 from robo_coevolve.task_spec import TaskSpec
 
 FORMAT_VERSION = 1
@@ -60,6 +63,39 @@ class Trajectory:
 
     def __len__(self) -> int:
         return len(self.actions)
+
+    # ------------------------------------------------------------------ views
+    def record(self) -> dict[str, np.ndarray]:
+        """The sensor rows by sensor name, (T, dim) each (what the scorer reads)."""
+        return {name: self.sensors[:, s] for name, s in sensor_layout().items()}
+
+    def egg_states(self) -> np.ndarray:
+        """(T, 13) egg position (from the pan centre), quaternion, linear and angular velocity after
+        each step."""
+        r = self.record()
+        return np.concatenate([r["egg_pos"], r["egg_quat"], r["egg_linvel"], r["egg_angvel"]], axis=1)
+
+    def events(self, thresholds: Thresholds | None = None) -> dict[str, np.ndarray]:
+        """The scorer's per-step events (see ``robo_coevolve.scoring.events.step_events``)."""
+        return step_events(self.record(), thresholds or Thresholds())
+
+    def observations(self, image_size: int | None = 64, point_cloud: int | None = None) -> dict[str, Any]:
+        """Re-simulate the trial to render what a policy would have seen: a dict of (T + 1, ...)
+        arrays (``proprio``, ``egg``, and ``image`` / ``points`` when asked for) and the
+        ``instruction``. Images are made on demand like this rather than stored with every trial."""
+        env = EggFlipEnv(
+            task=self.task, control_hz=self.control_hz, image_size=image_size, point_cloud=point_cloud
+        )
+        try:
+            obs, _ = env.reset_to_state(self.initial_state, self.disturbance)
+            frames = [obs]
+            for action in self.actions:
+                frames.append(env.step(action)[0])
+        finally:
+            env.close()
+        out: dict[str, Any] = {k: np.stack([f[k] for f in frames]) for k in frames[0] if k != "instruction"}
+        out["instruction"] = self.task.instruction
+        return out
 
     @classmethod
     def from_env(

@@ -11,6 +11,7 @@ Command line: ``robo-coevolve-render TRIAL.npz --out trial.mp4 [--camera side]``
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 
 import imageio.v2 as imageio
@@ -94,6 +95,38 @@ def render_trial(
     finally:
         env.close()
     return path
+
+
+def pick_highlights(trajs: list[Trajectory]) -> dict[str, Trajectory]:
+    """The batch's ``best`` trial (the success with the largest margin, else the failure that came
+    closest) and a ``failure`` typical of it (of the most common failure reason, the trial with
+    the median progress); either is missing when the batch has none."""
+    picks: dict[str, Trajectory] = {}
+    if trajs:
+        picks["best"] = max(trajs, key=lambda t: (t.success, t.outcome["margin"], t.outcome["progress"]))
+    failures = [t for t in trajs if not t.success]
+    if failures:
+        reasons = Counter(t.outcome["reason"] for t in failures)
+        common = [t for t in failures if t.outcome["reason"] == reasons.most_common(1)[0][0]]
+        common.sort(key=lambda t: t.outcome["progress"])
+        picks["failure"] = common[len(common) // 2]
+    return picks
+
+
+def render_highlights(
+    trajs: list[Trajectory],
+    out_dir: str | Path,
+    prefix: str = "",
+    camera: str = "overview",
+    size: tuple[int, int] = (480, 360),
+    frame_every: int = 2,
+) -> dict[str, Path]:
+    """Render the best and a typical failed trial of a batch (``pick_highlights``) to
+    ``out_dir/<prefix>best.mp4`` and ``<prefix>failure.mp4``; returns the paths written."""
+    return {
+        name: render_trial(traj, Path(out_dir) / f"{prefix}{name}.mp4", camera, size, frame_every)
+        for name, traj in pick_highlights(trajs).items()
+    }
 
 
 def main(argv: list[str] | None = None) -> None:

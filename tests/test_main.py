@@ -4,6 +4,9 @@ import json
 import subprocess
 import sys
 
+from robo_coevolve.explore import primitives
+from robo_coevolve.trajectory import Trajectory
+
 
 def run_main(tmp_path, *overrides):
     return subprocess.run(
@@ -14,8 +17,37 @@ def run_main(tmp_path, *overrides):
     )
 
 
-def test_main_job_scores_and_renders_the_scripted_motions(tmp_path):
-    proc = run_main(tmp_path, "workspace.skills=[scoop,flip]", "env.render_size=[160,120]")
+def test_main_job_searches_primitives_and_renders_the_best_and_a_failure(tmp_path):
+    proc = run_main(
+        tmp_path,
+        "workspace.skills=[scoop]",
+        "explore.budget=240",
+        "explore.population=40",
+        "explore.select_trials=10",
+        "explore.eval_tasks=20",
+        "explore.noise_baseline.trials=20",
+        "env.render_size=[160,120]",
+        "workspace.frame_every=10",
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())["scoop"]
+    assert 210 < summary["trials"] <= 240 and summary["held_out_tasks"] == 20  # 210 + 10 per mode
+    assert summary["held_out_success"] > summary["noise_baseline"]  # search beats random noise
+    generations = [
+        json.loads(line) for line in (tmp_path / "scoop" / "generations.jsonl").read_text().splitlines()
+    ]
+    assert [g["trials"] for g in generations] == [40, 80, 120, 160, 200, 210]  # 3 modes x 10 pick the answer
+    assert set(summary["best_params"]) == set(primitives.NAMES)
+    for name in ("best", "failure"):
+        assert (tmp_path / "videos" / f"scoop_{name}.mp4").stat().st_size > 1000
+        assert Trajectory.load(tmp_path / "scoop" / f"{name}.npz").task.skill == "scoop"
+    assert "scoop" in proc.stdout and "held-out" in proc.stdout
+
+
+def test_scripted_demo_scores_and_renders_the_hand_written_motions(tmp_path):
+    proc = run_main(
+        tmp_path, "workspace=scripted_demo", "workspace.skills=[scoop,flip]", "env.render_size=[160,120]"
+    )
     assert proc.returncode == 0, proc.stderr
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert [(m["skill"], m["success"]) for m in metrics] == [("scoop", True), ("flip", True)]
@@ -30,6 +62,13 @@ def test_invalid_override_fails_before_any_work(tmp_path):
     proc = run_main(tmp_path, "workspace.skills=[juggle]")
     assert proc.returncode != 0
     assert "workspace.skills has ['juggle']" in proc.stderr
+    proc = run_main(tmp_path, "workspace=scripted_demo", "workspace.skills=[juggle]")
+    assert "workspace.skills has ['juggle']" in proc.stderr
+    proc = run_main(tmp_path, "explore.tasks.egg_mass_range=1.5")
+    assert proc.returncode != 0
+    assert "egg_mass_range=1.5" in proc.stderr
+    proc = run_main(tmp_path, "explore.budget=0")
+    assert "explore.budget=0 must be >= 1" in proc.stderr
     proc = run_main(tmp_path, "env.control_hz=33")
     assert proc.returncode != 0
     assert "control_hz=33" in proc.stderr

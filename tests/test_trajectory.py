@@ -49,3 +49,19 @@ def test_wrong_state_size_is_explained():
     env = EggFlipEnv(skill="scoop")
     with pytest.raises(ValueError, match="sim state has shape"):
         env.physics.set_state(np.zeros(3))
+
+
+def test_views_give_egg_states_events_and_images_on_demand():
+    env = EggFlipEnv(skill="scoop")
+    traj = run_motion(env, scripted.scoop, seed=0)
+    env.close()
+    egg = traj.egg_states()
+    assert egg.shape == (len(traj), 13)
+    assert egg[-1, 2] > 0.03  # scooped: lifted above the pan at the end
+    events = traj.events()
+    assert events["blade_only"][-1] and not events["on_pan"][-1]
+    obs = traj.observations(image_size=32)
+    assert obs["image"].shape == (len(traj) + 1, 32, 32, 3) and obs["image"].dtype == np.uint8
+    np.testing.assert_array_equal(obs["proprio"], traj.proprio)  # the replay is the same trial
+    assert obs["image"][0].std() > 0 and not np.array_equal(obs["image"][0], obs["image"][-1])
+    assert obs["instruction"] == traj.task.instruction

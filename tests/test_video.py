@@ -6,7 +6,7 @@ import numpy as np
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.motion import scripted
 from robo_coevolve.trajectory import run_motion
-from robo_coevolve.video import main, render_trial
+from robo_coevolve.video import main, pick_highlights, render_highlights, render_trial
 
 
 def test_render_trial_writes_a_video_of_the_motion(tmp_path):
@@ -33,3 +33,19 @@ def test_cli_renders_a_saved_trial(tmp_path, capsys):
     main([str(saved), "--size", "96", "64", "--frame-every", "10"])
     assert (tmp_path / "scoop.mp4").stat().st_size > 1000
     assert "scoop: success" in capsys.readouterr().out
+
+
+def test_highlights_are_the_best_success_and_a_typical_failure(tmp_path):
+    env = EggFlipEnv(skill="scoop")
+    good = run_motion(env, scripted.scoop, seed=0)
+    missed = [run_motion(env, lambda o, d=d: scripted.scoop(o, miss_by=d), seed=0) for d in (0.08, 0.09, 0.1)]
+    env.close()
+    assert good.success and not any(t.success for t in missed)
+    picks = pick_highlights([missed[0], good, *missed[1:]])
+    assert picks["best"] is good
+    assert any(picks["failure"] is t for t in missed)
+    paths = render_highlights([good, *missed], tmp_path, prefix="scoop_", size=(96, 64), frame_every=10)
+    assert sorted(p.name for p in paths.values()) == ["scoop_best.mp4", "scoop_failure.mp4"]
+    assert all(p.stat().st_size > 1000 for p in paths.values())
+    assert list(pick_highlights([good])) == ["best"]
+    assert pick_highlights([]) == {}

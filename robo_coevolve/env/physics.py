@@ -56,6 +56,15 @@ def build_model(pan_height: float, egg_size: float, env_name: str = "egg_flip") 
     return spec.compile()
 
 
+@cache
+def sensor_layout(env_name: str = "egg_flip") -> dict[str, slice]:
+    """Columns of each named sensor in a ``sensordata`` row (the same for every task geometry)."""
+    m = build_model(0.45, 1.0, env_name)
+    return {
+        m.sensor(i).name: slice(m.sensor_adr[i], m.sensor_adr[i] + m.sensor_dim[i]) for i in range(m.nsensor)
+    }
+
+
 class EggFlipPhysics:
     """MjModel + MjData of one task geometry, with the named quantities of the egg-flip scene."""
 
@@ -75,10 +84,7 @@ class EggFlipPhysics:
         self._egg_inertia = m.body_inertia[self.egg_body].copy()
         self._egg_mass = float(m.body_mass[self.egg_body])
         self._pairs = {m.pair(i).name: i for i in range(m.npair)}
-        self.sensor_slices = {
-            m.sensor(i).name: slice(m.sensor_adr[i], m.sensor_adr[i] + m.sensor_dim[i])
-            for i in range(m.nsensor)
-        }
+        self.sensor_slices = sensor_layout(env_name)
         self._peak_columns = np.concatenate(
             [np.arange(self.sensor_slices[n].start, self.sensor_slices[n].stop) for n in PEAK_SENSORS]
         )

@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
+from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.closed_loop import PolicyEpisode, run_policy_episodes
 from robo_coevolve.explore.open_loop import OpenLoopSimulator, Trial
 from robo_coevolve.explore.policies import Policy
@@ -85,6 +86,9 @@ class LocalBackend(RolloutBackend):
             raise ValueError(f"workers={workers} must be >= 1")
         if chunk_size < 1 or policy_batch < 1:
             raise ValueError(f"chunk_size={chunk_size} and policy_batch={policy_batch} must be >= 1")
+        EggFlipEnv(
+            control_hz=control_hz, thresholds=thresholds
+        ).close()  # bad settings fail here, not in a worker
         self.workers = workers
         self.chunk_size = chunk_size
         self.policy_batch = policy_batch

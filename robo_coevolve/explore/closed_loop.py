@@ -18,6 +18,7 @@ from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.policies import Policy
 from robo_coevolve.scoring import Thresholds
+from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory
 
@@ -31,6 +32,15 @@ class PolicyEpisode:
     noise: NoiseSpec | None = None
     noise_seed: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def policy_episodes(
+    tasks: TaskDistribution, n: int, noise: NoiseSpec | None, rng: np.random.Generator, **meta: Any
+) -> list[PolicyEpisode]:
+    """``n`` episodes on tasks drawn from ``tasks``, each with its own noise seed from ``rng``."""
+    drawn = tasks.sample_many(rng, n)
+    seeds = rng.integers(2**31 - 1, size=n)
+    return [PolicyEpisode(t, noise, int(s), dict(meta)) for t, s in zip(drawn, seeds, strict=True)]
 
 
 @contextlib.contextmanager

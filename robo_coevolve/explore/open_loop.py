@@ -23,9 +23,11 @@ import numpy as np
 from mujoco import rollout
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
-from robo_coevolve.explore.plans import ActionPlan, Plan
+from robo_coevolve.explore.noise import NoiseSpec
+from robo_coevolve.explore.plans import ActionPlan, NoisePlan, Plan
 from robo_coevolve.scoring import Thresholds
 from robo_coevolve.scoring.events import fell
+from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory, run_actions
 
@@ -152,6 +154,15 @@ class OpenLoopSimulator:
             outcome=outcome.to_dict(),
             meta=meta,
         )
+
+
+def noise_trials(
+    tasks: TaskDistribution, n: int, noise: NoiseSpec, rng: np.random.Generator, **meta: Any
+) -> list[Trial]:
+    """``n`` random smooth-noise trials (the no-primitive baseline) on tasks drawn from ``tasks``."""
+    drawn = tasks.sample_many(rng, n)
+    seeds = rng.integers(2**31 - 1, size=n)
+    return [Trial(t, NoisePlan(noise, int(s)), dict(meta)) for t, s in zip(drawn, seeds, strict=True)]
 
 
 def actions_trial(task: TaskSpec, actions: np.ndarray, **meta: Any) -> Trial:

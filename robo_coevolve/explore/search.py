@@ -52,13 +52,15 @@ class Generation:
 
 @dataclass
 class SearchResult:
-    """The search's history, its answer (the best mode's mean) and the trials worth keeping."""
+    """The search's history, its answer (the best mode's mean), the modes and the trials worth
+    keeping."""
 
     skill: str
     trials: int
     history: list[Generation]
     best_params: np.ndarray | None
     modes: list[np.ndarray]
+    selection: list[float] = field(default_factory=list)  # per mode, success on the selection tasks
     successes: list[Trajectory] = field(default_factory=list)
     last_generation: list[Trajectory] = field(default_factory=list)
 
@@ -103,18 +105,33 @@ class PrimitiveSearch:
         target: float | None = None,
         patience: int = 2,
         on_generation: Callable[[Generation, list[Trajectory]], None] | None = None,
+        select_trials: int = 0,
     ) -> SearchResult:
         """Search until ``budget`` trials have run, or until the best mode's success rate has been
-        at least ``target`` for ``patience`` generations in a row."""
+        at least ``target`` for ``patience`` generations in a row.
+
+        With ``select_trials`` > 0, the last ``select_trials`` trials per mode of the budget are
+        kept back to pick the answer: each mode's mean runs without noise on that many fresh
+        tasks and the one that succeeds most often wins (a validation step, counted in
+        ``trials``). Without it, the answer is the mode with the best recent success rate during
+        the search, which its exploration noise blurs."""
         if budget < 1:
             raise ValueError(f"budget={budget} must be >= 1 trial")
+        if select_trials < 0:
+            raise ValueError(f"select_trials={select_trials} must be >= 0")
+        reserve = select_trials * self.cem.max_modes
+        if reserve >= budget:
+            raise ValueError(
+                f"select_trials={select_trials} x max_modes={self.cem.max_modes} leaves nothing of "
+                f"budget={budget} for the search"
+            )
         history: list[Generation] = []
         successes: list[Trajectory] = []
         trajs: list[Trajectory] = []
         done, streak = 0, 0
-        while done < budget:
+        while done < budget - reserve:
             params, labels = self.cem.ask()
-            n = min(len(params), budget - done)
+            n = min(len(params), budget - reserve - done)
             params, labels = params[:n], labels[:n]
             tasks = self.tasks.sample_many(self.rng, n)
             trials = [
@@ -155,13 +172,34 @@ class PrimitiveSearch:
             streak = streak + 1 if target is not None and best is not None and best.success >= target else 0
             if streak >= patience:
                 break
+        modes = [m.mean.copy() for m in self.cem.modes]
         best = self.cem.best_mode()
+        best_params = None if best is None else best.mean.copy()
+        selection: list[float] = []
+        if select_trials and modes:
+            for k, mean in enumerate(modes):
+                tasks = self.tasks.sample_many(self.rng, select_trials)
+                runs = self.backend.run_trials(
+                    [Trial(t, PrimitivePlan(mean), {"selection": k}) for t in tasks]
+                )
+                done += len(runs)
+                selection.append(float(np.mean([t.success for t in runs])))
+                if self.keep_successes:
+                    successes.extend(t for t in runs if t.success)
+            best_params = modes[int(np.argmax(selection))].copy()
+            log.info(
+                "%s selection: modes succeed %s on %d fresh tasks each",
+                self.tasks.skill,
+                " ".join(f"{100 * r:.0f}%" for r in selection),
+                select_trials,
+            )
         return SearchResult(
             skill=self.tasks.skill,
             trials=done,
             history=history,
-            best_params=None if best is None else best.mean.copy(),
-            modes=[m.mean.copy() for m in self.cem.modes],
+            best_params=best_params,
+            modes=modes,
+            selection=selection,
             successes=successes,
             last_generation=trajs,
         )

@@ -47,6 +47,22 @@ def test_target_stops_the_search_early():
     assert result.trials < 4000
 
 
+def test_selection_picks_the_mode_that_succeeds_most_on_fresh_tasks(scoop_search):
+    with LocalBackend(workers=2) as backend:
+        result = PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend, seed=0, population=40).run(
+            budget=320, select_trials=10
+        )
+        assert len(result.selection) == len(result.modes) >= 1
+        assert result.trials == 290 + 10 * len(result.modes)
+        best = int(np.argmax(result.selection))
+        np.testing.assert_array_equal(result.best_params, result.modes[best])
+        assert [g.trials for g in result.history][-1] == 290
+        with pytest.raises(ValueError, match="leaves nothing"):
+            PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend, population=40).run(
+                30, select_trials=10
+            )
+
+
 def test_score_ranks_success_over_failure_and_safer_success_higher():
     fail = {"success": False, "progress": 0.9, "margin": 0.0}
     tight = {"success": True, "progress": 1.0, "margin": 0.1}

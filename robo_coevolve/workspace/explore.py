@@ -1,0 +1,171 @@
+"""The explore job: search motion primitives for each skill from zero demonstrations.
+
+For each configured skill: mixture-CEM primitive search on the skill's task distribution, the
+answer evaluated on held-out tasks, optionally the random smooth-noise baseline, and videos of the
+best and a typical failed trial of the last generation. Writes into ``output_dir``:
+
+- ``<skill>/generations.jsonl``: one line per generation (trials so far, success rates, modes),
+  appended as the search goes;
+- ``<skill>/best.npz``, ``<skill>/failure.npz`` and ``videos/<skill>_best.mp4``,
+  ``videos/<skill>_failure.mp4``;
+- ``summary.json``: per skill, trials, held-out success, modes (named parameters), baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import hydra
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from robo_coevolve.explore import primitives
+from robo_coevolve.explore.noise import NoiseSpec
+from robo_coevolve.explore.open_loop import noise_trials
+from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params
+from robo_coevolve.task_distribution import TaskDistribution
+from robo_coevolve.task_spec import SKILLS
+from robo_coevolve.video import pick_highlights, render_highlights
+
+log = logging.getLogger(__name__)
+
+
+def _rate(trajs) -> float:
+    return float(np.mean([t.success for t in trajs])) if trajs else 0.0
+
+
+class ExploreWorkspace:
+    """Run the primitive search for ``skills``; see the module docstring for the outputs.
+
+    Args:
+        cfg: the whole run config (``cfg.explore`` holds the search settings, ``cfg.env`` the env's).
+        output_dir: the run directory.
+        skills: skills to search, in order.
+        video: render the best and a typical failed trial per skill.
+        camera: camera of the videos.
+        frame_every: control steps per video frame.
+    """
+
+    def __init__(
+        self,
+        cfg: DictConfig,
+        output_dir: str | Path,
+        skills=("scoop", "flip"),
+        video: bool = True,
+        camera: str = "overview",
+        frame_every: int = 2,
+    ):
+        unknown = sorted(set(skills) - set(SKILLS))
+        if unknown:
+            raise ValueError(f"workspace.skills has {unknown}: known skills are {list(SKILLS)}")
+        e = cfg.explore
+        for key in ("budget", "population", "eval_tasks"):
+            if int(e[key]) < 1:
+                raise ValueError(f"explore.{key}={e[key]} must be >= 1")
+        if e.target is not None and not 0 < float(e.target) <= 1:
+            raise ValueError(f"explore.target={e.target} must be in (0, 1] or null")
+        self.cfg = cfg
+        self.output_dir = Path(output_dir)
+        self.skills = list(skills)
+        self.video = video
+        self.camera = camera
+        self.frame_every = frame_every
+        # Build (and so validate) every task distribution before any work starts.
+        self.tasks = {skill: self._tasks(skill) for skill in self.skills}
+
+    def _tasks(self, skill: str) -> TaskDistribution:
+        t = self.cfg.explore.tasks
+        return TaskDistribution.for_skill(
+            skill,
+            egg_offset_range=t.egg_offset_range,
+            egg_mass_range=t.egg_mass_range,
+            friction_range=t.friction_range,
+        )
+
+    def run(self) -> dict:
+        e = self.cfg.explore
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        backend = hydra.utils.instantiate(e.backend, control_hz=self.cfg.env.control_hz)
+        summary: dict[str, dict] = {}
+        try:
+            for k, skill in enumerate(self.skills):
+                summary[skill] = self._explore(skill, backend, seed=int(self.cfg.seed) + 1000 * k)
+                (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        finally:
+            backend.close()
+        print(f"\n{'skill':6} {'trials':>6} {'search':>7} {'held-out':>9} {'noise':>6}  modes (toss roll)")
+        for skill, s in summary.items():
+            noise = "-" if s["noise_baseline"] is None else f"{s['noise_baseline']:.0%}"
+            rolls = " ".join(f"{m['toss_roll']:+.1f}" for m in s["modes"])
+            print(
+                f"{skill:6} {s['trials']:>6} {s['search_success']:>7.0%} {s['held_out_success']:>9.0%} "
+                f"{noise:>6}  {rolls}"
+            )
+        print(f"outputs in {self.output_dir}")
+        return summary
+
+    def _explore(self, skill: str, backend, seed: int) -> dict:
+        e = self.cfg.explore
+        tasks = self.tasks[skill]
+        out = self.output_dir / skill
+        out.mkdir(parents=True, exist_ok=True)
+        cem = OmegaConf.to_container(e.cem, resolve=True)
+        search = PrimitiveSearch(
+            tasks, backend, seed=seed, population=int(e.population), keep_successes=False, **cem
+        )
+        with open(out / "generations.jsonl", "w") as f:
+
+            def on_generation(gen, trajs):
+                f.write(json.dumps(gen.to_dict()) + "\n")
+                f.flush()
+
+            result = search.run(
+                int(e.budget),
+                target=e.target,
+                patience=int(e.patience),
+                on_generation=on_generation,
+                select_trials=int(e.select_trials),
+            )
+        held_out = evaluate_params(result.best_params, tasks, backend, int(e.eval_tasks), seed=seed + 500)
+        noise_rate = None
+        if int(e.noise_baseline.trials) > 0:
+            spec = NoiseSpec(kind=e.noise_baseline.kind, temperature=float(e.noise_baseline.temperature))
+            trials = noise_trials(
+                tasks, int(e.noise_baseline.trials), spec, np.random.default_rng(seed + 700)
+            )
+            noise_rate = _rate(backend.run_trials(trials))
+        for name, traj in pick_highlights(result.last_generation).items():
+            traj.save(out / f"{name}.npz")
+        if self.video:
+            w, h = self.cfg.env.render_size
+            render_highlights(
+                result.last_generation,
+                self.output_dir / "videos",
+                f"{skill}_",
+                self.camera,
+                (w, h),
+                self.frame_every,
+            )
+        summary = {
+            "trials": result.trials,
+            "generations": len(result.history),
+            "search_success": result.success_rate,
+            "held_out_success": _rate(held_out),
+            "held_out_tasks": len(held_out),
+            "noise_baseline": noise_rate,
+            "modes": [primitives.physical(m) for m in result.modes],
+            "mode_selection_success": result.selection,
+            "best_params": primitives.physical(result.best_params)
+            if result.best_params is not None
+            else None,
+        }
+        log.info(
+            "%s: %d trials, held-out success %.0f%% (noise baseline %s)",
+            skill,
+            result.trials,
+            100 * summary["held_out_success"],
+            "-" if noise_rate is None else f"{noise_rate:.0%}",
+        )
+        return summary
