@@ -36,3 +36,4 @@ lint: setup
 
 bench: setup
 	$(BIN)/python benchmarks/env_throughput.py
+	$(BIN)/python benchmarks/explore_throughput.py
