@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 from robo_coevolve.explore import primitives
+from robo_coevolve.library import SkillLibrary
 from robo_coevolve.trajectory import Trajectory
 
 
@@ -42,6 +43,12 @@ def test_main_job_searches_primitives_and_renders_the_best_and_a_failure(tmp_pat
         assert (tmp_path / "videos" / f"scoop_{name}.mp4").stat().st_size > 1000
         assert Trajectory.load(tmp_path / "scoop" / f"{name}.npz").task.skill == "scoop"
     assert "scoop" in proc.stdout and "held-out" in proc.stdout
+    # The latest successes were refined into the run's skill library.
+    refine = summary["refine"]
+    assert refine["successes"] >= refine["survived"] >= refine["admitted"] >= 1
+    library = SkillLibrary(tmp_path / "library")
+    assert library.count("scoop") == summary["library_segments"] == refine["admitted"]
+    assert all(s.success for s in library.segments("scoop"))
 
 
 def test_scripted_demo_scores_and_renders_the_hand_written_motions(tmp_path):
@@ -69,6 +76,8 @@ def test_invalid_override_fails_before_any_work(tmp_path):
     assert "egg_mass_range=1.5" in proc.stderr
     proc = run_main(tmp_path, "explore.budget=0")
     assert "explore.budget=0 must be >= 1" in proc.stderr
+    proc = run_main(tmp_path, "refine.min_integrity=3")
+    assert "min_integrity=3" in proc.stderr
     proc = run_main(tmp_path, "env.control_hz=33")
     assert proc.returncode != 0
     assert "control_hz=33" in proc.stderr

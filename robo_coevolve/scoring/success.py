@@ -73,6 +73,36 @@ PREDICATES: dict[str, Callable[[Events, slice, Thresholds], tuple[bool, str]]] =
 }
 
 
+def _condition(skill: str, ev: Events) -> np.ndarray:
+    """Per step, whether the skill's end condition holds at that instant."""
+    settled = ev["blade_only"] & ev["lifted"] & ev["resting"]
+    if skill == "scoop":
+        return settled
+    if skill == "flip":
+        return ev["upside_down"] & ev["resting"]
+    if skill == "catch":
+        return settled & ~np.maximum.accumulate(ev["on_pan"])
+    raise ValueError(f"no success predicate for skill {skill!r}: known are {sorted(PREDICATES)}")
+
+
+def success_over_time(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) -> np.ndarray:
+    """(T,) bool: whether the trial would be a success if it ended after step t, for every t at
+    once (``judge`` on every prefix, vectorised)."""
+    if skill not in PREDICATES:
+        raise ValueError(f"no success predicate for skill {skill!r}: known are {sorted(PREDICATES)}")
+    failed = np.cumsum(~_condition(skill, ev))
+    t = np.arange(len(failed))
+    start = np.maximum(0, t - hold_steps + 1)
+    before = np.where(start > 0, failed[np.maximum(start - 1, 0)], 0)
+    held = (failed - before) == 0
+    common = (
+        np.logical_and.accumulate(ev["finite"])
+        & ~np.logical_or.accumulate(ev["on_floor"])
+        & (ev["integrity"] >= thresholds.min_integrity)
+    )
+    return held & common
+
+
 def judge(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) -> tuple[bool, str]:
     """``(success, reason)`` of a trial of ``skill`` from its per-step events."""
     if skill not in PREDICATES:

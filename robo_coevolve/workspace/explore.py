@@ -8,7 +8,10 @@ best and a typical failed trial of the last generation. Writes into ``output_dir
   appended as the search goes;
 - ``<skill>/best.npz``, ``<skill>/failure.npz`` and ``videos/<skill>_best.mp4``,
   ``videos/<skill>_failure.mp4``;
-- ``summary.json``: per skill, trials, held-out success, modes (named parameters), baseline.
+- ``library/``: the refined segments of the search's latest successes (``refine.Refiner`` into a
+  ``library.SkillLibrary``, robomimic's HDF5 layout);
+- ``summary.json``: per skill, trials, held-out success, modes (named parameters), baseline and
+  what the refiner kept.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from robo_coevolve.explore import primitives
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.open_loop import noise_trials
 from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params
+from robo_coevolve.library import SkillLibrary
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import SKILLS
 from robo_coevolve.video import pick_highlights, render_highlights
@@ -44,6 +48,8 @@ class ExploreWorkspace:
         output_dir: the run directory.
         skills: skills to search, in order.
         video: render the best and a typical failed trial per skill.
+        refine_successes: refine this many of the search's latest successes into the run's skill
+            library (0: no library).
         camera: camera of the videos.
         frame_every: control steps per video frame.
     """
@@ -56,6 +62,7 @@ class ExploreWorkspace:
         video: bool = True,
         camera: str = "overview",
         frame_every: int = 2,
+        refine_successes: int = 200,
     ):
         unknown = sorted(set(skills) - set(SKILLS))
         if unknown:
@@ -72,6 +79,10 @@ class ExploreWorkspace:
         self.video = video
         self.camera = camera
         self.frame_every = frame_every
+        if refine_successes < 0:
+            raise ValueError(f"workspace.refine_successes={refine_successes} must be >= 0")
+        self.refine_successes = refine_successes
+        self.refiner = hydra.utils.instantiate(cfg.refine, _convert_="all") if refine_successes else None
         # Build (and so validate) every task distribution before any work starts.
         self.tasks = {skill: self._tasks(skill) for skill in self.skills}
 
@@ -88,32 +99,37 @@ class ExploreWorkspace:
         e = self.cfg.explore
         self.output_dir.mkdir(parents=True, exist_ok=True)
         backend = hydra.utils.instantiate(e.backend, control_hz=self.cfg.env.control_hz)
+        library = SkillLibrary(self.output_dir / "library") if self.refiner else None
         summary: dict[str, dict] = {}
         try:
             for k, skill in enumerate(self.skills):
-                summary[skill] = self._explore(skill, backend, seed=int(self.cfg.seed) + 1000 * k)
+                summary[skill] = self._explore(skill, backend, library, seed=int(self.cfg.seed) + 1000 * k)
                 (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         finally:
             backend.close()
-        print(f"\n{'skill':6} {'trials':>6} {'search':>7} {'held-out':>9} {'noise':>6}  modes (toss roll)")
+            if self.refiner:
+                self.refiner.close()
+        header = f"{'skill':6} {'trials':>6} {'search':>7} {'held-out':>9} {'noise':>6} {'library':>8}"
+        print(f"\n{header}  modes (toss roll)")
         for skill, s in summary.items():
             noise = "-" if s["noise_baseline"] is None else f"{s['noise_baseline']:.0%}"
+            kept = "-" if s["refine"] is None else str(s["library_segments"])
             rolls = " ".join(f"{m['toss_roll']:+.1f}" for m in s["modes"])
             print(
                 f"{skill:6} {s['trials']:>6} {s['search_success']:>7.0%} {s['held_out_success']:>9.0%} "
-                f"{noise:>6}  {rolls}"
+                f"{noise:>6} {kept:>8}  {rolls}"
             )
         print(f"outputs in {self.output_dir}")
         return summary
 
-    def _explore(self, skill: str, backend, seed: int) -> dict:
+    def _explore(self, skill: str, backend, library: SkillLibrary | None, seed: int) -> dict:
         e = self.cfg.explore
         tasks = self.tasks[skill]
         out = self.output_dir / skill
         out.mkdir(parents=True, exist_ok=True)
         cem = OmegaConf.to_container(e.cem, resolve=True)
         search = PrimitiveSearch(
-            tasks, backend, seed=seed, population=int(e.population), keep_successes=False, **cem
+            tasks, backend, seed=seed, population=int(e.population), keep_successes=library is not None, **cem
         )
         with open(out / "generations.jsonl", "w") as f:
 
@@ -148,6 +164,20 @@ class ExploreWorkspace:
                 (w, h),
                 self.frame_every,
             )
+        report = None
+        if library is not None:
+            bank = [m["meta"]["features"] for m in library.metadata(skill) if "features" in m["meta"]]
+            latest = result.successes[-self.refine_successes :]
+            segments, report = self.refiner.refine(latest, np.array(bank) if bank else None)
+            library.add(segments)
+            log.info(
+                "%s: refined %d successes: %d smoothed segments still succeed, %d admitted, %d duplicates",
+                skill,
+                report.successes,
+                report.survived,
+                report.admitted,
+                report.duplicates,
+            )
         summary = {
             "trials": result.trials,
             "generations": len(result.history),
@@ -157,9 +187,9 @@ class ExploreWorkspace:
             "noise_baseline": noise_rate,
             "modes": [primitives.physical(m) for m in result.modes],
             "mode_selection_success": result.selection,
-            "best_params": primitives.physical(result.best_params)
-            if result.best_params is not None
-            else None,
+            "best_params": None if result.best_params is None else primitives.physical(result.best_params),
+            "refine": None if report is None else report.summary(),
+            "library_segments": None if library is None else library.count(skill),
         }
         log.info(
             "%s: %d trials, held-out success %.0f%% (noise baseline %s)",

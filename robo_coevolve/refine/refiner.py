@@ -1,0 +1,186 @@
+"""The refiner: keep the trials that matter, cut the moment that made them work, smooth it,
+prove it still works, and let only what is new through.
+
+Per batch of trials (top to bottom):
+
+1. **success**: the scorer's verdict;
+2. **integrity**: at least ``min_integrity`` (stricter than the success predicate's, so the
+   library teaches gentle handling);
+3. **core window** (``segments.core_window``): prune earlier failed attempts, keep from just
+   before the egg is handled in the attempt that worked to just after the success settles;
+4. **efficiency**: window length and blade path length at most ``efficiency_ratio`` times the
+   batch's median (drops wandering solutions);
+5. **smoothing** (Savitzky-Golay on the window's actions) and **replay** from the window's start
+   state: a segment whose smoothed motion no longer succeeds is dropped;
+6. **novelty gate** against the library's features (``novelty.NoveltyGate``).
+
+``RefineReport`` counts what each stage let through and the jerk before and after smoothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from robo_coevolve.env.egg_flip import EggFlipEnv
+from robo_coevolve.refine.novelty import NoveltyGate
+from robo_coevolve.refine.segments import core_window, simulate_window, states_along
+from robo_coevolve.refine.smoothing import mean_squared_jerk, smooth_actions
+from robo_coevolve.scoring import Scorer, Thresholds
+from robo_coevolve.segment import Segment
+from robo_coevolve.trajectory import Trajectory
+
+
+@dataclass
+class RefineReport:
+    """What each stage of one ``refine`` call let through."""
+
+    trials: int = 0
+    successes: int = 0
+    gentle: int = 0  # passed the integrity filter
+    efficient: int = 0
+    replayed: int = 0  # smoothed segments replayed
+    survived: int = 0  # ... that still succeeded
+    admitted: int = 0  # ... that passed the novelty gate
+    duplicates: int = 0
+    jerk_before: list[float] = field(default_factory=list)  # per surviving segment, (m/s^3)^2
+    jerk_after: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """Every field, with the per-segment jerk lists."""
+        return {**asdict(self), **self._means()}
+
+    def summary(self) -> dict:
+        """The counts and the mean jerk before and after smoothing."""
+        return {k: v for k, v in asdict(self).items() if not k.startswith("jerk")} | self._means()
+
+    def _means(self) -> dict:
+        return {
+            "mean_jerk_before": float(np.mean(self.jerk_before)) if self.jerk_before else None,
+            "mean_jerk_after": float(np.mean(self.jerk_after)) if self.jerk_after else None,
+        }
+
+
+class Refiner:
+    """Turns trials into library segments; see the module docstring.
+
+    Args:
+        thresholds: scoring thresholds (as the trials were scored with).
+        min_integrity: least integrity of a kept trial.
+        efficiency_ratio: most window length and blade path, relative to the batch median.
+        margin_before, margin_after: s of context kept before the attempt and after the success.
+        smooth: smooth the actions (False keeps the source actions; they are still replayed).
+        smooth_window, smooth_polyorder: Savitzky-Golay settings (control steps, degree).
+        novelty: a NoveltyGate or its arguments.
+    """
+
+    def __init__(
+        self,
+        thresholds: Thresholds | Mapping | None = None,
+        min_integrity: float = 0.9,
+        efficiency_ratio: float = 2.0,
+        margin_before: float = 0.2,
+        margin_after: float = 0.2,
+        smooth: bool = True,
+        smooth_window: int = 9,
+        smooth_polyorder: int = 3,
+        novelty: NoveltyGate | Mapping | None = None,
+    ):
+        if isinstance(thresholds, Mapping):
+            thresholds = Thresholds(**thresholds)
+        if isinstance(novelty, Mapping):
+            novelty = NoveltyGate(**novelty)
+        if not 0 <= min_integrity <= 1:
+            raise ValueError(f"refine min_integrity={min_integrity} must be in [0, 1]")
+        if efficiency_ratio < 1:
+            raise ValueError(f"refine efficiency_ratio={efficiency_ratio} must be >= 1 (x the batch median)")
+        if margin_before < 0 or margin_after < 0:
+            raise ValueError("refine margins must be >= 0 s")
+        self.thresholds = thresholds or Thresholds()
+        self.min_integrity = min_integrity
+        self.efficiency_ratio = efficiency_ratio
+        self.margins = (margin_before, margin_after)
+        self.smooth = smooth
+        self.smooth_window = smooth_window
+        self.smooth_polyorder = smooth_polyorder
+        self.gate = novelty or NoveltyGate()
+        self._envs: dict[tuple, EggFlipEnv] = {}
+
+    def _env(self, traj: Trajectory) -> EggFlipEnv:
+        key = (traj.task.pan_height, traj.task.egg_size, traj.control_hz)
+        if key not in self._envs:
+            self._envs[key] = EggFlipEnv(
+                task=traj.task, control_hz=traj.control_hz, thresholds=self.thresholds
+            )
+        return self._envs[key]
+
+    def close(self) -> None:
+        for env in self._envs.values():
+            env.close()
+        self._envs.clear()
+
+    def refine(
+        self, trajs: list[Trajectory], library_features: np.ndarray | None = None, iteration: int = 0
+    ) -> tuple[list[Segment], RefineReport]:
+        """The admitted segments of ``trajs`` and the report; ``library_features`` (N, F) are
+        the stored segments' ``meta["features"]``."""
+        report = RefineReport(trials=len(trajs))
+        wins = [t for t in trajs if t.success]
+        report.successes = len(wins)
+        gentle = [t for t in wins if t.outcome["integrity"] >= self.min_integrity]
+        report.gentle = len(gentle)
+
+        windows = []
+        for traj in gentle:
+            scorer = Scorer(1.0 / traj.control_hz, self.thresholds)
+            before, after = (int(round(m * traj.control_hz)) for m in self.margins)
+            window = core_window(traj, scorer, before, after)
+            if window is not None:
+                start, stop = window
+                path = float(
+                    np.linalg.norm(np.diff(traj.proprio[start : stop + 1, :3], axis=0), axis=1).sum()
+                )
+                windows.append((traj, start, stop, path))
+        if windows:
+            lengths = np.array([stop - start for _, start, stop, _ in windows])
+            paths = np.array([w[3] for w in windows])
+            ok = (lengths <= self.efficiency_ratio * np.median(lengths)) & (
+                paths <= self.efficiency_ratio * np.median(paths) + 1e-9
+            )
+            windows = [w for w, keep in zip(windows, ok, strict=True) if keep]
+        report.efficient = len(windows)
+
+        survivors = []
+        for traj, start, stop, path in windows:
+            env = self._env(traj)
+            states = states_along(traj, env)
+            raw = traj.actions[start:stop]
+            actions = smooth_actions(raw, self.smooth_window, self.smooth_polyorder) if self.smooth else raw
+            meta = {
+                "iteration": iteration,
+                "source": {"seed": traj.seed, "start": start, "stop": stop, **traj.meta},
+                "smoothing": {
+                    "method": "savgol" if self.smooth else "none",
+                    "window": self.smooth_window,
+                    "polyorder": self.smooth_polyorder,
+                },
+                "path_length": path,
+            }
+            segment = simulate_window(env, traj, states[start], actions, meta)
+            report.replayed += 1
+            if not segment.success:
+                continue
+            dt = 1.0 / traj.control_hz
+            before = mean_squared_jerk(traj.proprio[start : stop + 1, :5], dt)
+            after = mean_squared_jerk(segment.proprio[:, :5], dt)
+            segment.meta["smoothing"].update(jerk_before=before, jerk_after=after)
+            report.jerk_before.append(before)
+            report.jerk_after.append(after)
+            survivors.append(segment)
+        report.survived = len(survivors)
+
+        admitted, rejected = self.gate.admit(survivors, library_features)
+        report.admitted, report.duplicates = len(admitted), len(rejected)
+        return admitted, report

@@ -1,0 +1,96 @@
+"""Core segments: the window of a successful trial that made it work, re-simulated on its own.
+
+``core_window`` finds, from the scorer's events alone:
+
+- the **success onset**: the first step of the final, unbroken run of steps after which the trial
+  would count as a success (``scoring.success.success_over_time``);
+- the **attempt start**: the last step before the success at which the egg was back in the
+  skill's starting situation (scoop: resting on the pan, untouched by the blade; flip: resting
+  upright on the blade; catch: in the air). Everything before it is an earlier attempt that
+  failed (a dropped scoop, a flip that fell back) and is pruned;
+
+and returns ``[attempt start - margin, success onset + margin)``, always covering the hold window
+that the success predicate checks. ``simulate_window`` replays the source trial up to the window
+and then runs the window's actions (the source's, or smoothed ones) from there, recording the full
+state at every step, so a Segment holds exactly what the simulator did with its actions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from robo_coevolve.env.egg_flip import EggFlipEnv
+from robo_coevolve.scoring import Scorer
+from robo_coevolve.scoring.success import success_over_time
+from robo_coevolve.segment import Segment
+from robo_coevolve.trajectory import Trajectory
+
+
+def attempt_start_condition(skill: str, ev: dict[str, np.ndarray]) -> np.ndarray:
+    """(T,) bool: the egg is back where an attempt of ``skill`` starts from."""
+    if skill == "scoop":
+        return ev["on_pan"] & ~ev["on_blade"] & ev["resting"]
+    if skill == "flip":
+        return ev["blade_only"] & (ev["up_z"] > 0.7) & ev["resting"]
+    if skill == "catch":
+        return ev["in_air"]
+    raise ValueError(f"no attempt condition for skill {skill!r}")
+
+
+def core_window(
+    traj: Trajectory, scorer: Scorer, margin_before: int = 10, margin_after: int = 10
+) -> tuple[int, int] | None:
+    """``(start, stop)`` control steps of the core segment of a successful ``traj``, or None when
+    the trial did not succeed."""
+    skill = traj.task.skill
+    ev = scorer.events(traj.record())
+    holds = success_over_time(skill, ev, scorer.hold_steps, scorer.thresholds)
+    if not len(holds) or not holds[-1]:
+        return None
+    broken = np.flatnonzero(~holds)
+    onset = int(broken[-1]) + 1 if len(broken) else 0
+    first_held = max(0, onset - scorer.hold_steps + 1)  # the hold window must lie inside
+    ready = np.flatnonzero(attempt_start_condition(skill, ev)[:first_held])
+    attempt = int(ready[-1]) + 1 if len(ready) else 0
+    start = max(0, min(attempt - margin_before, first_held))
+    stop = min(len(traj), onset + 1 + margin_after)
+    return start, stop
+
+
+def states_along(traj: Trajectory, env: EggFlipEnv) -> np.ndarray:
+    """(T + 1, state_size): the full state before every action of ``traj`` and after the last."""
+    env.reset_to_state(traj.initial_state, traj.disturbance, task=traj.task)
+    states = [env.physics.get_state()]
+    for action in traj.actions:
+        env.step(action)
+        states.append(env.physics.get_state())
+    return np.asarray(states)
+
+
+def simulate_window(
+    env: EggFlipEnv, traj: Trajectory, start_state: np.ndarray, actions: np.ndarray, meta: dict
+) -> Segment:
+    """Run ``actions`` from ``start_state`` (a state of ``traj``) and record the Segment."""
+    obs, _ = env.reset_to_state(start_state, traj.disturbance, task=traj.task)
+    states, proprio, egg = [env.physics.get_state()], [obs["proprio"]], [obs["egg"]]
+    done = []
+    for action in np.asarray(actions, np.float32):
+        obs, _, terminated, _, _ = env.step(action)
+        states.append(env.physics.get_state())
+        proprio.append(obs["proprio"])
+        egg.append(obs["egg"])
+        done.append(action)
+        if terminated:
+            break
+    return Segment(
+        task=traj.task,
+        control_hz=traj.control_hz,
+        states=np.asarray(states),
+        disturbance=traj.disturbance,
+        actions=np.asarray(done, np.float32).reshape(-1, 5),
+        proprio=np.asarray(proprio, np.float32),
+        egg=np.asarray(egg, np.float32),
+        sensors=env.sensor_rows(),
+        outcome=env.outcome().to_dict(),
+        meta=dict(meta),
+    )
