@@ -6,8 +6,8 @@ Per batch of trials (top to bottom):
 1. **success**: the scorer's verdict;
 2. **integrity**: at least ``min_integrity`` (stricter than the success predicate's, so the
    library teaches gentle handling);
-3. **core window** (``segments.core_window``): prune earlier failed attempts, keep from just
-   before the egg is handled in the attempt that worked to just after the success settles;
+3. **core window** (``segments.core_window``): prune earlier failed attempts, keep the attempt
+   that worked from its start (its approach included) to just after the success settles;
 4. **efficiency**: window length and blade path length at most ``efficiency_ratio`` times the
    batch's median (drops wandering solutions);
 5. **smoothing** (Savitzky-Golay on the window's actions) and **replay** from the window's start
@@ -70,7 +70,7 @@ class Refiner:
         thresholds: scoring thresholds (as the trials were scored with).
         min_integrity: least integrity of a kept trial.
         efficiency_ratio: most window length and blade path, relative to the batch median.
-        margin_before, margin_after: s of context kept before the attempt and after the success.
+        margin_after: s kept after the success settles.
         smooth: smooth the actions (False keeps the source actions; they are still replayed).
         smooth_window, smooth_polyorder: Savitzky-Golay settings (control steps, degree).
         novelty: a NoveltyGate or its arguments.
@@ -81,7 +81,6 @@ class Refiner:
         thresholds: Thresholds | Mapping | None = None,
         min_integrity: float = 0.9,
         efficiency_ratio: float = 2.0,
-        margin_before: float = 0.2,
         margin_after: float = 0.2,
         smooth: bool = True,
         smooth_window: int = 9,
@@ -96,12 +95,12 @@ class Refiner:
             raise ValueError(f"refine min_integrity={min_integrity} must be in [0, 1]")
         if efficiency_ratio < 1:
             raise ValueError(f"refine efficiency_ratio={efficiency_ratio} must be >= 1 (x the batch median)")
-        if margin_before < 0 or margin_after < 0:
-            raise ValueError("refine margins must be >= 0 s")
+        if margin_after < 0:
+            raise ValueError(f"refine margin_after={margin_after} must be >= 0 s")
         self.thresholds = thresholds or Thresholds()
         self.min_integrity = min_integrity
         self.efficiency_ratio = efficiency_ratio
-        self.margins = (margin_before, margin_after)
+        self.margin_after = margin_after
         self.smooth = smooth
         self.smooth_window = smooth_window
         self.smooth_polyorder = smooth_polyorder
@@ -135,8 +134,7 @@ class Refiner:
         windows = []
         for traj in gentle:
             scorer = Scorer(1.0 / traj.control_hz, self.thresholds)
-            before, after = (int(round(m * traj.control_hz)) for m in self.margins)
-            window = core_window(traj, scorer, before, after)
+            window = core_window(traj, scorer, int(round(self.margin_after * traj.control_hz)))
             if window is not None:
                 start, stop = window
                 path = float(

@@ -4,15 +4,20 @@
 
 - the **success onset**: the first step of the final, unbroken run of steps after which the trial
   would count as a success (``scoring.success.success_over_time``);
-- the **attempt start**: the last step before the success at which the egg was back in the
-  skill's starting situation (scoop: resting on the pan, untouched by the blade; flip: resting
-  upright on the blade; catch: in the air). Everything before it is an earlier attempt that
-  failed (a dropped scoop, a flip that fell back) and is pruned;
+- the **attempt start**: the first step of the last stretch, before the success, during which the
+  egg sat in the skill's starting situation (scoop: resting on the pan, untouched by the blade;
+  flip: resting upright on the blade; catch: in the air). That stretch holds the approach of the
+  attempt that worked; everything before it is an earlier attempt that failed (a dropped scoop,
+  a flip that fell back) and is pruned. A trial with no earlier attempt keeps its start: a policy
+  cloned from the segment must be able to begin where an episode begins;
 
-and returns ``[attempt start - margin, success onset + margin)``, always covering the hold window
-that the success predicate checks. ``simulate_window`` replays the source trial up to the window
-and then runs the window's actions (the source's, or smoothed ones) from there, recording the full
-state at every step, so a Segment holds exactly what the simulator did with its actions.
+and returns ``[attempt start, success onset + margin)``, which always covers the hold window
+that the success predicate checks. Blips out of the starting situation shorter than
+``BLIP_STEPS`` (a tremor of a resting egg) do not split the stretch.
+
+``simulate_window`` runs the window's actions (the source's, or smoothed ones) from the source's
+state at the window's start, recording the full state at every step, so a Segment holds exactly
+what the simulator did with its actions.
 """
 
 from __future__ import annotations
@@ -37,9 +42,26 @@ def attempt_start_condition(skill: str, ev: dict[str, np.ndarray]) -> np.ndarray
     raise ValueError(f"no attempt condition for skill {skill!r}")
 
 
-def core_window(
-    traj: Trajectory, scorer: Scorer, margin_before: int = 10, margin_after: int = 10
-) -> tuple[int, int] | None:
+BLIP_STEPS = 5
+
+
+def _last_stretch_start(condition: np.ndarray) -> int:
+    """First index of the last run of True in ``condition``, after closing gaps shorter than
+    ``BLIP_STEPS`` between runs (0 when it holds throughout)."""
+    c = np.asarray(condition, bool).copy()
+    edges = np.flatnonzero(np.diff(np.concatenate([[1], c.astype(int), [1]])))
+    for start, stop in zip(edges[::2], edges[1::2], strict=True):
+        if stop - start < BLIP_STEPS and start > 0 and stop < len(c):
+            c[start:stop] = True
+    true = np.flatnonzero(c)
+    if not len(true):
+        return len(c)
+    last = true[-1]
+    before = np.flatnonzero(~c[: last + 1])
+    return int(before[-1]) + 1 if len(before) else 0
+
+
+def core_window(traj: Trajectory, scorer: Scorer, margin_after: int = 10) -> tuple[int, int] | None:
     """``(start, stop)`` control steps of the core segment of a successful ``traj``, or None when
     the trial did not succeed."""
     skill = traj.task.skill
@@ -50,9 +72,8 @@ def core_window(
     broken = np.flatnonzero(~holds)
     onset = int(broken[-1]) + 1 if len(broken) else 0
     first_held = max(0, onset - scorer.hold_steps + 1)  # the hold window must lie inside
-    ready = np.flatnonzero(attempt_start_condition(skill, ev)[:first_held])
-    attempt = int(ready[-1]) + 1 if len(ready) else 0
-    start = max(0, min(attempt - margin_before, first_held))
+    ready = attempt_start_condition(skill, ev)[:first_held]
+    start = min(_last_stretch_start(ready), first_held) if ready.any() else 0
     stop = min(len(traj), onset + 1 + margin_after)
     return start, stop
 

@@ -108,8 +108,8 @@ def test_bad_refiner_settings_are_named():
         Refiner(min_integrity=2)
     with pytest.raises(ValueError, match="efficiency_ratio"):
         Refiner(efficiency_ratio=0.5)
-    with pytest.raises(ValueError, match="margins"):
-        Refiner(margin_before=-1)
+    with pytest.raises(ValueError, match="margin_after"):
+        Refiner(margin_after=-1)
 
 
 def test_replay_helper_still_matches():  # the refiner relies on exact replay of its sources

@@ -13,11 +13,12 @@ from robo_coevolve.scoring import Scorer
 def test_a_failed_retry_is_pruned_and_the_successful_part_kept(retried_scoop):
     traj, dropped_after = retried_scoop
     scorer = Scorer(1 / traj.control_hz)
-    start, stop = core_window(traj, scorer, margin_before=10, margin_after=10)
+    start, stop = core_window(traj, scorer, margin_after=10)
     events = traj.events()
     assert events["lifted"][:dropped_after].any()  # the first attempt did lift the egg...
     assert start > dropped_after + 10  # ...and is cut away with its drop
-    assert events["on_pan"][start] and not events["blade_only"][start]  # the second attempt starts here
+    assert events["on_pan"][start] and not events["on_blade"][start]  # back on the pan: attempt two
+    assert events["on_blade"][start:stop].any()
     assert stop - start < len(traj) // 2
 
     segments, report = Refiner(smooth=False).refine([traj])
@@ -33,9 +34,9 @@ def test_a_failed_retry_is_pruned_and_the_successful_part_kept(retried_scoop):
 
 def test_a_plain_success_keeps_its_handling_and_the_settled_end():
     traj = scripted_trial("flip", seed=1)
-    start, stop = core_window(traj, Scorer(1 / traj.control_hz), margin_before=5, margin_after=5)
+    start, stop = core_window(traj, Scorer(1 / traj.control_hz), margin_after=5)
     ev = traj.events()
-    assert start <= 5  # the egg leaves the blade early: nothing before to prune
+    assert start == 0  # no earlier attempt: the segment begins where the episode does
     assert ev["upside_down"][stop - 1] and stop <= len(traj)
 
 
