@@ -1,0 +1,173 @@
+"""The learner on explorer-made skill libraries: closed-loop success of cloned policies.
+
+For each skill and policy variant (``state``: proprioception + egg state + instruction, no image;
+``image``: policy camera + instruction + proprioception, no privileged egg state), a policy is
+cloned from the skill's library segments and run closed loop, without noise, on ``--eval``
+held-out seeded tasks (egg pose +-2 cm, mass +-20%). Then, with the state variant:
+
+- **instruction**: one network trained on scoop and flip together, evaluated on each skill's tasks
+  prompted with its own instruction and with the other skill's;
+- **staged fine-tuning**: trained on scoop, then fine-tuned on flip while rehearsing scoop (and,
+  for comparison, without rehearsal); scoop success before and after;
+- **speed**: training samples/s, and per-step inference latency of ``act()`` (batch 1 and 16).
+
+    python benchmarks/learn_report.py --library DIR [--skills scoop flip] [--variants state image]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
+from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy  # noqa: E402
+from robo_coevolve.library import SkillLibrary  # noqa: E402
+from robo_coevolve.policy import PolicyConfig, VLAPolicy  # noqa: E402
+from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
+from robo_coevolve.task_spec import INSTRUCTIONS  # noqa: E402
+
+VARIANTS = {
+    "state": dict(use_image=False, use_egg_state=True),
+    "image": dict(use_image=True, use_egg_state=False, image_size=64),
+}
+
+
+def make_policy(variant: str, seed: int) -> VLAPolicy:
+    torch.manual_seed(seed)
+    return VLAPolicy(PolicyConfig(**VARIANTS[variant]))
+
+
+SEGMENTS: dict[str, list] = {}
+
+
+def dataset(library: SkillLibrary, skill: str, policy: VLAPolicy, limit: int) -> ChunkDataset:
+    """The first ``limit`` segments of ``skill`` as samples for ``policy``'s inputs."""
+    if skill not in SEGMENTS:
+        SEGMENTS[skill] = library.segments(skill)
+    c = policy.config
+    return ChunkDataset.from_segments(SEGMENTS[skill][:limit], c.chunk, c.image_size if c.use_image else None)
+
+
+def latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int = 50) -> float:
+    """Seconds per ``act()`` step for ``batch`` envs (a fresh chunk is predicted every call)."""
+    rows = np.arange(batch) % len(data)
+    obs = data.batch(rows)
+    obs.pop("deltas"), obs.pop("mask")
+    start = time.perf_counter()
+    for _ in range(repeats):
+        policy.reset(batch)
+        policy.act(obs)
+    return (time.perf_counter() - start) / repeats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--library", required=True)
+    parser.add_argument("--skills", nargs="+", default=["scoop", "flip"])
+    parser.add_argument("--variants", nargs="+", default=["state", "image"], choices=sorted(VARIANTS))
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--eval", type=int, default=100)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--max-segments", type=int, default=300, help="segments per skill used for training")
+    parser.add_argument("--skip-extras", action="store_true", help="only the per-skill success table")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    library = SkillLibrary(args.library)
+    config = TrainConfig(steps=args.steps, progress=False)
+    results: dict = {"clone": [], "library": {s: library.count(s) for s in args.skills}}
+
+    with LocalBackend() as backend:
+        for skill in args.skills:
+            tasks = TaskDistribution.for_skill(skill)
+            for variant in args.variants:
+                for seed in args.seeds:
+                    policy = make_policy(variant, seed)
+                    data = dataset(library, skill, policy, args.max_segments)
+                    fit = BCTrainer(policy, TrainConfig(**{**vars(config), "seed": seed})).fit(data)
+                    ev = evaluate_policy(policy, tasks, backend, n=args.eval)
+                    row = {
+                        "skill": skill,
+                        "variant": variant,
+                        "seed": seed,
+                        "segments": min(library.count(skill), args.max_segments),
+                        "samples": len(data),
+                        "steps": fit["steps"],
+                        "train_s": fit["seconds"],
+                        "samples_per_s": fit["history"][-1]["samples_per_s"],
+                        "success": ev.success_rate,
+                        "reasons": ev.reasons,
+                        "latency_1": latency(policy, data, 1),
+                        "latency_16": latency(policy, data, 16),
+                    }
+                    results["clone"].append(row)
+                    print(json.dumps({k: v for k, v in row.items() if k != "reasons"}), flush=True)
+
+        if not args.skip_extras and {"scoop", "flip"} <= set(args.skills):
+            # One network, both skills: does the instruction pick the skill?
+            policy = make_policy("state", 0)
+            both = ChunkDataset.concat(
+                [dataset(library, s, policy, args.max_segments) for s in ("scoop", "flip")]
+            )
+            BCTrainer(policy, config).fit(both)
+            grid = {}
+            for skill in ("scoop", "flip"):
+                for prompt in ("scoop", "flip"):
+                    ev = evaluate_policy(
+                        policy,
+                        TaskDistribution.for_skill(skill),
+                        backend,
+                        n=args.eval,
+                        instruction=INSTRUCTIONS[prompt],
+                    )
+                    grid[f"{skill} tasks, {prompt} instruction"] = ev.success_rate
+            results["instruction"] = grid
+            print(json.dumps(grid), flush=True)
+
+            # Staged: scoop, then flip with and without rehearsing scoop.
+            stage = {}
+            for rehearse in (True, False):
+                policy = make_policy("state", 0)
+                scoop = dataset(library, "scoop", policy, args.max_segments)
+                flip = dataset(library, "flip", policy, args.max_segments)
+                # Normalisation from both skills' data at the first stage, so that the second
+                # stage's inputs are in range.
+                policy.set_normalization(ChunkDataset.concat([scoop, flip]).statistics())
+                BCTrainer(policy, config).fit(scoop, set_normalization=False)
+                before = evaluate_policy(policy, TaskDistribution.for_skill("scoop"), backend, n=args.eval)
+                BCTrainer(policy, config).fit(
+                    flip, rehearsal=scoop if rehearse else None, set_normalization=False
+                )
+                after = evaluate_policy(policy, TaskDistribution.for_skill("scoop"), backend, n=args.eval)
+                flip_ev = evaluate_policy(policy, TaskDistribution.for_skill("flip"), backend, n=args.eval)
+                stage["with rehearsal" if rehearse else "without rehearsal"] = {
+                    "scoop before": before.success_rate,
+                    "scoop after": after.success_rate,
+                    "flip after": flip_ev.success_rate,
+                }
+            results["staged"] = stage
+            print(json.dumps(stage), flush=True)
+
+    print(
+        "\n| skill | variant | seed | segments | samples | steps | train | samples/s | success | act() 1 / 16 envs |"
+    )
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for r in results["clone"]:
+        print(
+            f"| {r['skill']} | {r['variant']} | {r['seed']} | {r['segments']} | {r['samples']:,} | {r['steps']} | "
+            f"{r['train_s']:.0f} s | {r['samples_per_s']:,.0f} | {r['success']:.0%} | "
+            f"{r['latency_1'] * 1e3:.1f} / {r['latency_16'] * 1e3:.1f} ms |"
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2, default=str)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+"""The learner's data, training and evaluation (the policy itself is ``robo_coevolve.policy``)."""
+
+from robo_coevolve.learn.dataset import ChunkDataset
+from robo_coevolve.learn.evaluator import EvalResult, evaluate_policy
+from robo_coevolve.learn.trainer import BCTrainer, TrainConfig
+
+__all__ = ["BCTrainer", "ChunkDataset", "EvalResult", "TrainConfig", "evaluate_policy"]

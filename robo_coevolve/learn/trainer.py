@@ -1,0 +1,184 @@
+"""Staged behaviour cloning: fit the policy to one skill's segments while rehearsing earlier ones.
+
+Each step draws a batch of which ``rehearsal_share`` comes from earlier skills' data (when given)
+and the rest from the current skill's, and minimises the policy's loss (the mixture negative
+log-likelihood of the action chunk). The current skill's segments are split into train and
+validation by whole segments; validation loss is measured every ``eval_every`` steps, the best
+weights are kept (and saved with ``save_pretrained`` when there is an output directory), and
+training stops early after ``patience`` evaluations without improvement. Metrics (loss, val
+loss, samples/s) go to ``metrics.jsonl`` and TensorBoard in the output directory.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from robo_coevolve.learn.dataset import ChunkDataset
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Behaviour-cloning settings.
+
+    Args:
+        steps: most optimiser steps.
+        batch_size: samples per step.
+        lr, weight_decay: AdamW.
+        grad_clip: max gradient norm.
+        rehearsal_share: share of each batch from earlier skills (when rehearsal data is given).
+        valid_fraction: share of the current skill's segments held out for validation.
+        eval_every: steps between validation measurements.
+        patience: evaluations without a better validation loss before stopping.
+        seed: batch sampling and split seed.
+        progress: show a progress bar.
+    """
+
+    steps: int = 3000
+    batch_size: int = 256
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    grad_clip: float = 1.0
+    rehearsal_share: float = 0.3
+    valid_fraction: float = 0.1
+    eval_every: int = 250
+    patience: int = 4
+    seed: int = 0
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "eval_every", "patience"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"train.{name}={getattr(self, name)} must be >= 1")
+        for name in ("rehearsal_share", "valid_fraction"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"train.{name}={getattr(self, name)} must be in [0, 1)")
+        if self.lr <= 0:
+            raise ValueError(f"train.lr={self.lr} must be > 0")
+
+
+class BCTrainer:
+    """Trains a ``VLAPolicy`` in place; see the module docstring."""
+
+    def __init__(self, policy, config: TrainConfig | None = None, output_dir: str | Path | None = None):
+        self.policy = policy
+        self.config = config or TrainConfig()
+        self.output_dir = None if output_dir is None else Path(output_dir)
+        self.rng = np.random.default_rng(self.config.seed)
+
+    def _loss(self, data: ChunkDataset, rows: np.ndarray) -> torch.Tensor:
+        return self.policy.loss(data.batch(rows))
+
+    @torch.no_grad()
+    def validation_loss(self, data: ChunkDataset, batch_size: int = 1024) -> float:
+        if not len(data):
+            return float("nan")
+        self.policy.eval()
+        total = 0.0
+        for start in range(0, len(data), batch_size):
+            rows = np.arange(start, min(start + batch_size, len(data)))
+            total += float(self._loss(data, rows)) * len(rows)
+        return total / len(data)
+
+    def fit(
+        self, data: ChunkDataset, rehearsal: ChunkDataset | None = None, set_normalization: bool = True
+    ) -> dict:
+        """Train on ``data`` (and ``rehearsal``); returns the history. ``set_normalization``
+        computes the policy's normalisation from the training data (the first stage); later
+        stages keep the statistics the weights were trained with."""
+        c = self.config
+        train, valid = data.split(c.valid_fraction, self.rng)
+        if set_normalization:
+            stats_from = ChunkDataset.concat([train, rehearsal]) if rehearsal is not None else train
+            self.policy.set_normalization(stats_from.statistics())
+        optimiser = torch.optim.AdamW(
+            [p for p in self.policy.parameters() if p.requires_grad], lr=c.lr, weight_decay=c.weight_decay
+        )
+        writer = metrics = None
+        if self.output_dir is not None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            writer = SummaryWriter(str(self.output_dir / "tensorboard"))
+            metrics = open(self.output_dir / "metrics.jsonl", "a")
+        n_rehearse = (
+            int(round(c.rehearsal_share * c.batch_size)) if rehearsal is not None and len(rehearsal) else 0
+        )
+        best = (float("inf"), None, 0)
+        history: list[dict] = []
+        bad, seen, start = 0, 0, time.perf_counter()
+        bar = tqdm(total=c.steps, disable=not c.progress, desc="bc", leave=False)
+        try:
+            for step in range(1, c.steps + 1):
+                self.policy.train()
+                rows = self.rng.integers(len(train), size=c.batch_size - n_rehearse)
+                loss = self._loss(train, rows)
+                if n_rehearse:
+                    extra = self.rng.integers(len(rehearsal), size=n_rehearse)
+                    share = n_rehearse / c.batch_size
+                    loss = (1 - share) * loss + share * self._loss(rehearsal, extra)
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.grad_clip)
+                optimiser.step()
+                seen += c.batch_size
+                bar.update(1)
+                if step % c.eval_every and step != c.steps:
+                    continue
+                val = self.validation_loss(valid) if len(valid) else float(loss)
+                record = {
+                    "step": step,
+                    "loss": float(loss.detach()),
+                    "val_loss": val,
+                    "samples_per_s": seen / (time.perf_counter() - start),
+                }
+                if rehearsal is not None and len(rehearsal):
+                    record["rehearsal_val_loss"] = self.validation_loss(
+                        rehearsal.subset(np.arange(min(len(rehearsal), 2048)))
+                    )
+                history.append(record)
+                bar.set_postfix(loss=f"{record['loss']:.3f}", val=f"{val:.3f}")
+                if writer is not None:
+                    for k, v in record.items():
+                        if k != "step":
+                            writer.add_scalar(f"bc/{k}", v, step)
+                    metrics.write(json.dumps(record) + "\n")
+                    metrics.flush()
+                if val < best[0]:
+                    best = (val, copy.deepcopy(self.policy.state_dict()), step)
+                    bad = 0
+                    if self.output_dir is not None:
+                        self.policy.save_pretrained(self.output_dir / "best")
+                else:
+                    bad += 1
+                    if bad >= c.patience:
+                        log.info("early stop at step %d: no better validation loss for %d checks", step, bad)
+                        break
+        finally:
+            bar.close()
+            if writer is not None:
+                writer.close()
+                metrics.close()
+        if best[1] is not None:
+            self.policy.load_state_dict(best[1])
+        self.policy.eval()
+        return {
+            "history": history,
+            "best_val_loss": best[0],
+            "best_step": best[2],
+            "steps": history[-1]["step"] if history else 0,
+            "seconds": time.perf_counter() - start,
+            "train_samples": len(train),
+            "valid_samples": len(valid),
+            "config": asdict(c),
+        }

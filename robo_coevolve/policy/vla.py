@@ -1,0 +1,366 @@
+"""The vision-language-action policy: observation encoders, FiLM by the instruction and a mixture head
+over a chunk of future actions, each a change of the previous command.
+
+It predicts ``d_k = a_{t+k} - c_t`` for ``k < chunk``, where ``c_t`` is the previous command as a
+normalised action, and in closed loop executes the first ``execute`` actions of each chunk before
+asking again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from robo_coevolve.explore.policies import command_as_action
+from robo_coevolve.policy.config import PolicyConfig, PolicyConfigError
+from robo_coevolve.policy.encoders import (
+    HFVisionEncoder,
+    LanguageEncoder,
+    PointNetEncoder,
+    SmallCNN,
+    default_language_model,
+    shared_language_encoder,
+)
+from robo_coevolve.policy.heads import GaussianMixture, GMMChunkHead
+
+FORMAT_VERSION = 1
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+
+# Std floors: a dim that is constant in the demos (a fixed roll, an egg at rest) must not turn a tiny
+# perturbation at run time into a huge normalised input; deltas get a finer floor, as they are outputs.
+_INPUT_STD_FLOOR = 1e-2
+_DELTA_STD_FLOOR = 1e-3
+TIME_SCALE = 1.5  # s: episode time enters as time / TIME_SCALE - 1 (about [-1, 1] over 3 s)
+
+
+def _first_line(error: BaseException) -> str:
+    """Library errors often span lines; ours are one line, so a log or a CLI shows them whole."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def normalization_stats(
+    proprio: np.ndarray,
+    deltas: np.ndarray,
+    mask: np.ndarray | None = None,
+    egg: np.ndarray | None = None,
+    points: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Means and stds for :meth:`VLAPolicy.set_normalization` from training arrays: ``proprio (N, 15)``,
+    ``deltas (N, chunk, 5)`` with ``mask (N, chunk)`` (padded steps left out), ``egg (N, 13)``,
+    ``points (N, P, 3)``."""
+    proprio = np.asarray(proprio, np.float64)
+    deltas = np.asarray(deltas, np.float64)
+    valid = np.ones(deltas.shape[:2]) if mask is None else np.asarray(mask, np.float64)
+    weight = np.broadcast_to(valid[..., None], deltas.shape)
+    count = np.maximum(weight.sum(0), 1.0)
+    delta_mean = (np.where(weight > 0, deltas, 0.0) * weight).sum(0) / count
+    delta_var = (np.where(weight > 0, deltas - delta_mean, 0.0) ** 2 * weight).sum(0) / count
+    stats = {
+        "proprio_mean": proprio.mean(0),
+        "proprio_std": proprio.std(0),
+        "delta_mean": delta_mean.reshape(-1),
+        "delta_std": np.sqrt(delta_var).reshape(-1),
+    }
+    if egg is not None:
+        egg = np.asarray(egg, np.float64)
+        stats["egg_mean"], stats["egg_std"] = egg.mean(0), egg.std(0)
+    if points is not None:
+        flat = np.asarray(points, np.float64).reshape(-1, 3)
+        stats["points_mean"], stats["points_std"] = flat.mean(0), flat.std(0)
+    return {k: v.astype(np.float32) for k, v in stats.items()}
+
+
+class VLAPolicy(nn.Module):
+    """Image, proprioception, egg state and point cloud, as configured, fused by an MLP, modulated by
+    FiLM from the instruction's embedding and decoded into a Gaussian mixture over a delta chunk.
+
+    Follows the explorer's policy protocol (``privileged``, ``image_size``, ``reset``, ``act``). The
+    sentence encoder is frozen, shared per process and not part of the parameters or checkpoint:
+    checkpoints name it and the policy loads it again.
+
+    Args:
+        config: what the policy reads and predicts.
+    """
+
+    def __init__(self, config: PolicyConfig | None = None):
+        super().__init__()
+        self.config = config = config or PolicyConfig()
+        self.privileged = config.use_egg_state
+        self.image_size = config.image_size if config.use_image else None
+        flat = config.flat_dim
+        for name, size in (("proprio", config.proprio_dim), ("egg", config.egg_dim), ("points", 3)):
+            self.register_buffer(f"{name}_mean", torch.zeros(size))
+            self.register_buffer(f"{name}_std", torch.ones(size))
+        self.register_buffer("delta_mean", torch.zeros(flat))
+        self.register_buffer("delta_std", torch.ones(flat))
+
+        width = config.proprio_dim + (config.egg_dim if config.use_egg_state else 0) + int(config.use_time)
+        self.vision: nn.Module | None = None
+        if config.use_image:
+            if config.vision == "cnn":
+                self.vision = SmallCNN(config.image_size)
+            else:
+                if not Path(config.vision).is_dir():
+                    raise PolicyConfigError(f"PolicyConfig.vision: no model directory at {config.vision}")
+                try:
+                    self.vision = HFVisionEncoder(
+                        config.vision, config.hidden, config.image_size, freeze=config.freeze_vision
+                    )
+                except (OSError, ValueError) as e:
+                    raise PolicyConfigError(
+                        f"PolicyConfig.vision: cannot load {config.vision}: {_first_line(e)}"
+                    ) from None
+            width += self.vision.output_dim
+        self.points: PointNetEncoder | None = PointNetEncoder() if config.use_points else None
+        if self.points is not None:
+            width += self.points.output_dim
+
+        h = config.hidden
+        self.trunk = nn.Sequential(
+            nn.Linear(width, h), nn.ReLU(), nn.Dropout(config.dropout), nn.Linear(h, h)
+        )
+        # Plain attribute, not a submodule: frozen, shared, and kept out of the state dict.
+        self._language: LanguageEncoder | None = None
+        self.film: nn.Linear | None = None
+        if config.use_language:
+            path = config.language_model or default_language_model()
+            try:
+                self._language = shared_language_encoder(str(path))
+            except OSError as e:
+                raise PolicyConfigError(
+                    f"PolicyConfig.language_model: cannot load {path}: {_first_line(e)}"
+                ) from None
+            self.film = nn.Linear(self._language.dim, 2 * h)
+            with torch.no_grad():  # identity modulation at the start; the instruction's effect is learnt
+                self.film.weight.zero_()
+                self.film.bias.zero_()
+        self.post = nn.Sequential(nn.ReLU(), nn.Dropout(config.dropout), nn.Linear(h, h), nn.ReLU())
+        self.head = GMMChunkHead(h, flat, config.components, config.min_std)
+        self._plan: np.ndarray | None = None
+        self._cursor = 0
+        self._steps = 0
+
+    # ----------------------------------------------------------------------------------- inputs
+    @property
+    def language_encoder(self) -> LanguageEncoder | None:
+        return self._language
+
+    def _device(self) -> torch.device:
+        return self.delta_mean.device
+
+    def _tensor(self, x: Any, dtype: torch.dtype | None = torch.float32) -> torch.Tensor:
+        t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+        return t.to(device=self._device(), dtype=dtype if dtype is not None else t.dtype)
+
+    def encode_language(self, instructions: list[str]) -> torch.Tensor:
+        """Instruction embeddings ``(B, E)`` on the policy's device (cached per distinct text)."""
+        if self._language is None:
+            raise ValueError("this policy has use_language=False")
+        return self._language(list(instructions)).to(self._device())
+
+    def set_normalization(self, stats: dict[str, np.ndarray]) -> None:
+        """Set any of ``{proprio,egg,points,delta}_{mean,std}``; ``delta_*`` may be ``(chunk*5,)``,
+        ``(chunk, 5)`` or one ``(5,)`` for every step of the chunk. Stds are floored."""
+        sizes = {
+            "proprio": self.config.proprio_dim,
+            "egg": self.config.egg_dim,
+            "points": 3,
+            "delta": self.config.flat_dim,
+        }
+        for key, value in stats.items():
+            name, _, kind = key.rpartition("_")
+            if name not in sizes or kind not in ("mean", "std"):
+                raise ValueError(f"unknown normalization statistic {key!r}")
+            v = np.asarray(value, np.float64).reshape(-1)
+            if name == "delta" and v.size == self.config.action_dim:
+                v = np.tile(v, self.config.chunk)
+            if v.size != sizes[name]:
+                raise ValueError(
+                    f"normalization statistic {key!r} has {v.size} values, expected {sizes[name]}"
+                )
+            if not np.all(np.isfinite(v)):
+                raise ValueError(f"normalization statistic {key!r} is not finite")
+            if kind == "std":
+                v = np.maximum(v, _DELTA_STD_FLOOR if name == "delta" else _INPUT_STD_FLOOR)
+            getattr(self, key).copy_(torch.as_tensor(v, dtype=torch.float32))
+
+    # ---------------------------------------------------------------------------------- network
+    def forward(self, batch: dict) -> GaussianMixture:
+        """The mixture over normalised delta chunks for ``batch``: ``proprio (B, 15)``, plus as
+        configured ``egg (B, 13)``, ``image (B, H, W, 3)`` uint8, ``points (B, N, 3)`` and either
+        ``language (B, E)`` embeddings or ``instruction`` (B strings). Tensors or arrays."""
+        cfg = self.config
+        proprio = self._tensor(batch["proprio"])
+        features = [(proprio - self.proprio_mean) / self.proprio_std]
+        if cfg.use_egg_state:
+            egg = self._tensor(self._require(batch, "egg"))
+            features.append((egg - self.egg_mean) / self.egg_std)
+        if cfg.use_time:
+            time = self._tensor(self._require(batch, "time")).reshape(-1, 1)
+            features.append(time / TIME_SCALE - 1.0)
+        if self.vision is not None:
+            features.append(self.vision(self._tensor(self._require(batch, "image"), dtype=None)))
+        if self.points is not None:
+            points = self._tensor(self._require(batch, "points"))
+            features.append(self.points((points - self.points_mean) / self.points_std))
+        h = self.trunk(torch.cat(features, dim=-1))
+        if self.film is not None:
+            if batch.get("language") is not None:
+                language = self._tensor(batch["language"])
+            else:
+                language = self.encode_language(self._require(batch, "instruction"))
+            gamma, beta = self.film(language).chunk(2, dim=-1)
+            h = h * (1.0 + gamma) + beta
+        return self.head(self.post(h))
+
+    @staticmethod
+    def _require(batch: dict, key: str):
+        if batch.get(key) is None:
+            raise KeyError(f"the policy's config needs {key!r} in the batch")
+        return batch[key]
+
+    def loss(self, batch: dict) -> torch.Tensor:
+        """Mixture NLL of the batch's ``deltas (B, chunk, 5)`` (raw, normalised here) where
+        ``mask (B, chunk)`` is 1 (all steps when there is no mask)."""
+        deltas = self._tensor(batch["deltas"])
+        b = deltas.shape[0]
+        target = (deltas.reshape(b, -1) - self.delta_mean) / self.delta_std
+        mask = batch.get("mask")
+        if mask is not None:
+            mask = self._tensor(mask).reshape(b, self.config.chunk, 1)
+            mask = mask.expand(b, self.config.chunk, self.config.action_dim).reshape(b, -1)
+        return self(batch).nll(target, mask)
+
+    @torch.no_grad()
+    def predict_chunk(self, obs: dict) -> np.ndarray:
+        """Absolute normalised actions ``(B, chunk, 5)``: the previous command plus the most probable
+        component's delta chunk, clipped to [-1, 1]. Runs in eval mode."""
+        was_training = self.training
+        self.eval()
+        try:
+            flat = self(obs).mode() * self.delta_std + self.delta_mean
+        finally:
+            self.train(was_training)
+        deltas = flat.float().cpu().numpy().reshape(-1, self.config.chunk, self.config.action_dim)
+        command = command_as_action(np.asarray(obs["proprio"]))
+        return np.clip(command[:, None, :] + deltas, -1.0, 1.0).astype(np.float32)
+
+    # --------------------------------------------------------------------------- policy protocol
+    def reset(self, batch: int) -> None:
+        """Start ``batch`` new episodes: drop the queued actions."""
+        self._plan = None
+        self._cursor = 0
+        self._steps = 0
+
+    def act(self, obs: dict) -> np.ndarray:
+        """Next actions ``(B, 5)``: from the queued chunk, re-planned every ``execute`` steps."""
+        b = len(obs["proprio"])
+        if self._plan is None or self._cursor >= self.config.execute or len(self._plan) != b:
+            # The explorer steps every episode in lockstep, so all queues empty together: one
+            # network call re-plans the whole batch.
+            if self.config.use_time and "time" not in obs:
+                obs = {**obs, "time": np.full(b, self._steps / self.config.control_hz, np.float32)}
+            self._plan = self.predict_chunk(obs)[:, : self.config.execute]
+            self._cursor = 0
+        action = self._plan[:, self._cursor]
+        self._cursor += 1
+        self._steps += 1
+        return action.copy()
+
+    # ------------------------------------------------------------------------------ checkpoints
+    def save_pretrained(self, directory: str | os.PathLike) -> None:
+        """Write ``config.json`` and ``model.safetensors`` (trainable weights and normalisation;
+        not the sentence encoder) to ``directory``, each replaced atomically."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        tensors = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "class": type(self).__name__,
+            "config": self.config.to_dict(),
+        }
+        suffix = f".tmp-{os.getpid()}"
+        weights_tmp = directory / (WEIGHTS_NAME + suffix)
+        config_tmp = directory / (CONFIG_NAME + suffix)
+        try:
+            save_file(tensors, str(weights_tmp), metadata={"format_version": str(FORMAT_VERSION)})
+            config_tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+            # Weights first: a config.json always sits beside weights at least as new as itself.
+            os.replace(weights_tmp, directory / WEIGHTS_NAME)
+            os.replace(config_tmp, directory / CONFIG_NAME)
+        finally:
+            for tmp in (weights_tmp, config_tmp):
+                tmp.unlink(missing_ok=True)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | os.PathLike, device: str | torch.device = "cpu") -> VLAPolicy:
+        """The policy saved in ``directory`` by :meth:`save_pretrained`, in eval mode on ``device``.
+
+        Raises:
+            PolicyConfigError: the checkpoint is missing, unreadable or does not match its config.
+        """
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+
+        def fail(problem: str) -> PolicyConfigError:
+            return PolicyConfigError(f"policy checkpoint {directory}: {problem}")
+
+        if not directory.is_dir():
+            raise fail("no such directory")
+        for name in (CONFIG_NAME, WEIGHTS_NAME):
+            if not (directory / name).is_file():
+                raise fail(f"{name} is missing")
+        try:
+            meta = json.loads((directory / CONFIG_NAME).read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise fail(f"{CONFIG_NAME} does not parse: {_first_line(e)}") from None
+        if not isinstance(meta, dict) or "config" not in meta:
+            raise fail(f"{CONFIG_NAME} has no 'config' entry")
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise fail(f"format version {meta.get('format_version')!r}, this code reads {FORMAT_VERSION}")
+        if meta.get("class") != cls.__name__:
+            raise fail(f"holds a {meta.get('class')!r}, not a {cls.__name__}")
+        try:
+            policy = cls(PolicyConfig.from_dict(meta["config"]))
+        except PolicyConfigError as e:
+            raise fail(str(e)) from None
+        try:
+            tensors = load_file(str(directory / WEIGHTS_NAME), device="cpu")
+        except (SafetensorError, OSError, RuntimeError) as e:
+            raise fail(f"{WEIGHTS_NAME} does not load: {_first_line(e)}") from None
+        expected = policy.state_dict()
+        missing = sorted(set(expected) - set(tensors))
+        unexpected = sorted(set(tensors) - set(expected))
+        mismatched = [
+            f"{k} {tuple(tensors[k].shape)} vs {tuple(v.shape)}"
+            for k, v in expected.items()
+            if k in tensors and tensors[k].shape != v.shape
+        ]
+        problems = []
+        if mismatched:
+            problems.append(
+                f"{len(mismatched)} tensor shape(s) differ from config.json (e.g. {mismatched[0]})"
+            )
+        if missing:
+            problems.append(f"{len(missing)} tensor(s) missing (e.g. {missing[0]})")
+        if unexpected:
+            problems.append(f"{len(unexpected)} unexpected tensor(s) (e.g. {unexpected[0]})")
+        if problems:
+            raise fail("; ".join(problems))
+        try:
+            policy.load_state_dict(tensors, strict=True)
+        except RuntimeError as e:
+            raise fail(f"weights do not load: {_first_line(e)}") from None
+        return policy.to(device).eval()

@@ -1,0 +1,384 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from robo_coevolve.explore.policies import Policy, command_as_action
+from robo_coevolve.policy import PolicyConfig, PolicyConfigError, VLAPolicy, normalization_stats
+from robo_coevolve.policy.encoders import LanguageEncoder, default_language_model
+from robo_coevolve.policy.heads import GaussianMixture
+from robo_coevolve.task_spec import SPATULA_HIGH, SPATULA_LOW
+
+SCOOP = "scoop the fried egg off the pan"
+FLIP = "flip the fried egg over"
+STATE_ONLY = dict(use_image=False, use_egg_state=True, use_language=False, hidden=64, chunk=4, execute=2)
+
+
+def centred_proprio(batch: int, rng: np.random.Generator | None = None) -> np.ndarray:
+    """Proprio whose previous command is the middle of the range (action 0), so no clipping."""
+    proprio = np.zeros((batch, 15), np.float32)
+    proprio[:, 10:15] = (np.array(SPATULA_LOW) + np.array(SPATULA_HIGH)) / 2
+    if rng is not None:
+        proprio[:, :10] = rng.normal(size=(batch, 10))
+    return proprio
+
+
+def observations(cfg: PolicyConfig, batch: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    obs = {
+        "proprio": centred_proprio(batch, rng),
+        "instruction": [SCOOP, FLIP] * (batch // 2) + [SCOOP] * (batch % 2),
+        "time": rng.uniform(0, 3, batch).astype(np.float32),
+    }
+    if cfg.use_egg_state:
+        obs["egg"] = rng.normal(size=(batch, 13)).astype(np.float32)
+    if cfg.use_image:
+        obs["image"] = rng.integers(0, 256, (batch, cfg.image_size, cfg.image_size, 3), dtype=np.uint8)
+    if cfg.use_points:
+        obs["points"] = rng.normal(scale=0.1, size=(batch, cfg.num_points, 3)).astype(np.float32)
+    return obs
+
+
+def demo_deltas(per_sample: np.ndarray, chunk: int, seed: int) -> np.ndarray:
+    """Delta chunks ``(N, chunk, 5)`` at ``per_sample`` values plus demo-like jitter: noise-free targets
+    let the likelihood sharpen to ``min_std``, where a fixed learning rate turns unstable."""
+    jitter = np.random.default_rng(seed).normal(scale=0.05, size=(len(per_sample), chunk, 5))
+    return (per_sample[:, None, None] + jitter).astype(np.float32)
+
+
+def fit(policy: VLAPolicy, batch: dict, steps: int, lr: float = 3e-3) -> list[float]:
+    torch.manual_seed(0)
+    optimiser = torch.optim.Adam(policy.parameters(), lr=lr)
+    policy.train()
+    losses = []
+    for _ in range(steps):
+        loss = policy.loss(batch)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.fixture(scope="module")
+def vision_dir(tmp_path_factory):
+    from transformers import ViTConfig, ViTModel
+
+    torch.manual_seed(0)
+    cfg = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        num_channels=3,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+    )
+    path = tmp_path_factory.mktemp("tiny_vit")
+    ViTModel(cfg).save_pretrained(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(hidden=64, image_size=32),
+        dict(STATE_ONLY),
+        dict(hidden=64, use_image=False, use_points=True, num_points=32, use_language=False),
+    ],
+    ids=["image+language", "state-only", "points"],
+)
+def test_forward_loss_and_predict_shapes(overrides):
+    torch.manual_seed(0)
+    cfg = PolicyConfig(**overrides)
+    policy = VLAPolicy(cfg)
+    assert isinstance(policy, Policy)
+    assert policy.privileged == cfg.use_egg_state
+    assert policy.image_size == (cfg.image_size if cfg.use_image else None)
+    obs = observations(cfg, 3)
+    mixture = policy(obs)
+    k, d = cfg.components, cfg.chunk * cfg.action_dim
+    assert mixture.logits.shape == (3, k)
+    assert mixture.means.shape == mixture.log_stds.shape == (3, k, d)
+    assert torch.all(mixture.log_stds.exp() >= cfg.min_std * (1 - 1e-6))
+    deltas = np.random.default_rng(1).normal(size=(3, cfg.chunk, 5)).astype(np.float32)
+    mask = np.ones((3, cfg.chunk), np.float32)
+    mask[0, 2:] = 0
+    deltas[0, 2:] = np.nan  # padding past a segment's end is ignored, whatever it holds
+    loss = policy.loss({**obs, "deltas": deltas, "mask": mask})
+    assert loss.ndim == 0 and torch.isfinite(loss)
+    loss.backward()
+    chunk = policy.predict_chunk(obs)
+    assert chunk.shape == (3, cfg.chunk, 5) and chunk.dtype == np.float32
+    assert np.all(np.abs(chunk) <= 1.0)
+
+
+def test_loss_decreases_on_a_fixed_batch():
+    torch.manual_seed(0)
+    cfg = PolicyConfig(**STATE_ONLY)
+    policy = VLAPolicy(cfg)
+    obs = observations(cfg, 16)
+    deltas = np.random.default_rng(2).normal(scale=0.1, size=(16, cfg.chunk, 5)).astype(np.float32)
+    policy.set_normalization(normalization_stats(obs["proprio"], deltas, egg=obs["egg"]))
+    losses = fit(policy, {**obs, "deltas": deltas}, 50)
+    assert losses[-1] < losses[0] - 20
+
+
+def test_the_mixture_mode_picks_one_of_two_modes_instead_of_their_mean():
+    torch.manual_seed(0)
+    cfg = PolicyConfig(**{**STATE_ONLY, "chunk": 2, "execute": 1})
+    policy = VLAPolicy(cfg)
+    n = 64
+    obs = {
+        "proprio": centred_proprio(n),
+        "egg": np.zeros((n, 13), np.float32),
+        "time": np.zeros(n, np.float32),
+    }
+    signs = np.where(np.arange(n) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    deltas = demo_deltas(0.5 * signs, cfg.chunk, seed=5)
+    assert abs(deltas.mean()) < 0.02  # what a regression head would predict
+    policy.set_normalization(normalization_stats(obs["proprio"], deltas, egg=obs["egg"]))
+    fit(policy, {**obs, "deltas": deltas}, 150)
+    predicted = (
+        policy.predict_chunk({k: v[:2] for k, v in obs.items()})
+        - command_as_action(obs["proprio"][:2])[:, None]
+    )
+    assert np.all(np.abs(predicted) > 0.35), predicted
+    # One mode for the whole chunk: all dims on the same side, not a per-dim mixture.
+    assert np.all(np.sign(predicted) == np.sign(predicted.flat[0]))
+    mixture = policy(obs)
+    sample = mixture.sample(torch.Generator().manual_seed(0))
+    assert sample.shape == (n, cfg.chunk * 5)
+
+
+def test_film_makes_the_instruction_select_the_motion():
+    torch.manual_seed(0)
+    cfg = PolicyConfig(**{**STATE_ONLY, "use_language": True, "chunk": 2, "execute": 1})
+    policy = VLAPolicy(cfg)
+    n = 32
+    instructions = [SCOOP, FLIP] * (n // 2)
+    obs = {
+        "proprio": centred_proprio(n),
+        "egg": np.zeros((n, 13), np.float32),
+        "instruction": instructions,
+        "time": np.zeros(n, np.float32),
+    }
+    target = np.array([0.4 if t == SCOOP else -0.4 for t in instructions], np.float32)
+    deltas = demo_deltas(target, cfg.chunk, seed=6)
+    policy.set_normalization(normalization_stats(obs["proprio"], deltas, egg=obs["egg"]))
+    fit(policy, {**obs, "deltas": deltas}, 100)
+    predicted = (
+        policy.predict_chunk({k: v[:2] for k, v in obs.items()})
+        - command_as_action(obs["proprio"][:2])[:, None]
+    )
+    assert np.all(predicted[0] > 0.2) and np.all(predicted[1] < -0.2), predicted
+    # Precomputed embeddings (a trainer's shortcut past the encoder) give the same actions.
+    language = policy.encode_language(instructions[:2])
+    again = policy.predict_chunk(
+        {"proprio": obs["proprio"][:2], "egg": obs["egg"][:2], "language": language, "time": obs["time"][:2]}
+    )
+    np.testing.assert_array_equal(again - command_as_action(obs["proprio"][:2])[:, None], predicted)
+
+
+def test_language_embeddings_are_cached_and_load_offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    encoder = LanguageEncoder(default_language_model())
+    first = encoder([SCOOP, FLIP, SCOOP])
+    assert first.shape == (3, 384)
+    assert torch.allclose(first.norm(dim=-1), torch.ones(3))
+    assert torch.equal(first[0], first[2])
+    assert encoder.model_calls == 2 and set(encoder.cache) == {SCOOP, FLIP}
+    second = encoder([FLIP, SCOOP])
+    assert encoder.model_calls == 2
+    assert torch.equal(second, first[[1, 0]])
+    assert not any(p.requires_grad for p in encoder.model.parameters())
+
+
+def test_a_vision_backbone_by_path_runs_and_round_trips(vision_dir, tmp_path):
+    torch.manual_seed(0)
+    cfg = PolicyConfig(
+        vision=str(vision_dir), image_size=32, hidden=32, use_language=False, freeze_vision=True
+    )
+    policy = VLAPolicy(cfg)
+    backbone = policy.vision.backbone
+    assert not any(p.requires_grad for p in backbone.parameters())
+    policy.train()
+    assert not backbone.training  # frozen: stays in eval mode
+    obs = observations(cfg, 2)
+    obs["image"] = np.random.default_rng(3).integers(0, 256, (2, 48, 48, 3), dtype=np.uint8)  # resized
+    loss = policy.loss({**obs, "deltas": np.zeros((2, cfg.chunk, 5), np.float32)})
+    loss.backward()
+    assert policy.vision.projection.weight.grad is not None
+    policy.save_pretrained(tmp_path / "ckpt")
+    loaded = VLAPolicy.from_pretrained(tmp_path / "ckpt")
+    np.testing.assert_array_equal(loaded.predict_chunk(obs), policy.predict_chunk(obs))
+
+
+def test_save_and_load_give_bitwise_identical_actions(tmp_path):
+    torch.manual_seed(0)
+    cfg = PolicyConfig(hidden=64, image_size=32, use_egg_state=True, chunk=6, execute=3)
+    policy = VLAPolicy(cfg)
+    rng = np.random.default_rng(4)
+    policy.set_normalization(
+        {
+            "proprio_mean": rng.normal(size=15),
+            "proprio_std": rng.uniform(0.0, 2.0, size=15),
+            "egg_std": rng.uniform(0.5, 2.0, size=13),
+            "delta_std": rng.uniform(0.01, 0.1, size=5),
+        }
+    )
+    directory = tmp_path / "policy"
+    policy.save_pretrained(directory)
+    assert sorted(p.name for p in directory.iterdir()) == ["config.json", "model.safetensors"]
+    from safetensors.torch import load_file
+
+    assert not any("language" in k for k in load_file(directory / "model.safetensors"))
+    loaded = VLAPolicy.from_pretrained(directory)
+    assert loaded.config == cfg
+    assert torch.all(loaded.proprio_std >= 1e-2)  # the floor is applied and stored
+    policy.eval()
+    policy.reset(3)
+    loaded.reset(3)
+    for step in range(7):
+        obs = observations(cfg, 3, seed=step)
+        a, b = policy.act(obs), loaded.act(obs)
+        assert a.shape == (3, 5)
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("damage", ["hidden", "unknown_key", "format_version", "no_weights", "bad_weights"])
+def test_incompatible_checkpoints_raise_a_clear_error(tmp_path, damage):
+    directory = tmp_path / "broken"
+    VLAPolicy(PolicyConfig(**STATE_ONLY)).save_pretrained(directory)
+    meta = json.loads((directory / "config.json").read_text())
+    if damage == "hidden":
+        meta["config"]["hidden"] = 32
+        expect = "shape"
+    elif damage == "unknown_key":
+        meta["config"]["layers"] = 3
+        expect = "layers"
+    elif damage == "format_version":
+        meta["format_version"] = 99
+        expect = "format version"
+    elif damage == "no_weights":
+        (directory / "model.safetensors").unlink()
+        expect = "model.safetensors is missing"
+    else:
+        (directory / "model.safetensors").write_bytes(b"not a safetensors file")
+        expect = "does not load"
+    (directory / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(PolicyConfigError, match=expect) as error:
+        VLAPolicy.from_pretrained(directory)
+    assert str(directory) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_missing_checkpoint_directory_raises(tmp_path):
+    with pytest.raises(PolicyConfigError, match="no such directory") as error:
+        VLAPolicy.from_pretrained(tmp_path / "nowhere")
+    assert str(tmp_path / "nowhere") in str(error.value)
+
+
+def test_act_executes_chunks_open_loop_and_reset_clears_the_queue():
+    torch.manual_seed(0)
+    cfg = PolicyConfig(**{**STATE_ONLY, "chunk": 8, "execute": 4})
+    policy = VLAPolicy(cfg)
+    calls = []
+    policy.register_forward_pre_hook(lambda module, args: calls.append(len(args[0]["proprio"])))
+    policy.reset(5)
+    obs = observations(cfg, 5)
+    plan = policy.predict_chunk(obs)
+    calls.clear()
+    actions = [policy.act(observations(cfg, 5, seed=s)) for s in range(10)]
+    assert calls == [5, 5, 5]  # steps 0, 4 and 8, the whole batch each time
+    for a in actions:
+        assert a.shape == (5, 5) and np.all(np.abs(a) <= 1.0)
+    # The first four actions are the chunk planned from the first observation, in order.
+    np.testing.assert_array_equal(np.stack(actions[:4], axis=1), plan[:, :4])
+    policy.reset(5)
+    policy.act(obs)
+    assert len(calls) == 4  # a fresh plan right after reset, mid-chunk
+
+
+def test_act_feeds_the_episode_time_it_counts_since_reset():
+    cfg = PolicyConfig(**{**STATE_ONLY, "chunk": 4, "execute": 2, "control_hz": 50.0})
+    policy = VLAPolicy(cfg)
+    times = []
+    policy.register_forward_pre_hook(lambda module, args: times.append(np.asarray(args[0]["time"]).tolist()))
+    obs = observations(cfg, 2)
+    del obs["time"]  # the explorer's observations carry no time
+    policy.reset(2)
+    for _ in range(5):
+        policy.act(obs)
+    policy.reset(2)
+    policy.act(obs)
+    np.testing.assert_allclose(times, [[0.0, 0.0], [0.04, 0.04], [0.08, 0.08], [0.0, 0.0]], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        (dict(chunk=4, execute=5), "execute"),
+        (dict(image_size=8), "image_size"),
+        (dict(components=0), "components"),
+        (dict(hidden=True), "hidden"),
+        (dict(min_std=0.0), "min_std"),
+        (dict(control_hz=0), "control_hz"),
+    ],
+)
+def test_invalid_configs_name_the_field(overrides, field):
+    with pytest.raises(PolicyConfigError, match=f"PolicyConfig.{field}"):
+        PolicyConfig(**overrides)
+
+
+def test_config_round_trips_through_json():
+    cfg = PolicyConfig(use_image=False, use_egg_state=True, chunk=6, execute=2, dropout=0.1)
+    assert PolicyConfig.from_json(cfg.to_json()) == cfg
+    assert PolicyConfig.from_dict({"min_std": 1}).min_std == 1.0
+    with pytest.raises(PolicyConfigError, match="unknown PolicyConfig field"):
+        PolicyConfig.from_dict({"heads": 2})
+
+
+def test_mixture_nll_ignores_masked_dims():
+    mixture = GaussianMixture(torch.zeros(1, 1), torch.zeros(1, 1, 2), torch.zeros(1, 1, 2))
+    one_dim = GaussianMixture(torch.zeros(1, 1), torch.zeros(1, 1, 1), torch.zeros(1, 1, 1))
+    masked = mixture.nll(torch.tensor([[0.3, float("inf")]]), torch.tensor([[1.0, 0.0]]))
+    assert torch.allclose(masked, one_dim.nll(torch.tensor([[0.3]])))
+
+
+def test_act_feeds_the_episode_time_it_counts_itself():
+    """Demos that wait a varying while look alike until they move: the policy reads how long the
+    episode has run (its own step count at control_hz), and reset starts the clock again."""
+    cfg = PolicyConfig(use_image=False, use_egg_state=True, use_language=False, hidden=32, execute=4)
+    policy = VLAPolicy(cfg)
+    seen = []
+    original = policy.predict_chunk
+
+    def spy(obs):
+        seen.append(obs["time"].copy())
+        return original(obs)
+
+    policy.predict_chunk = spy
+    obs = {"proprio": centred_proprio(3), "egg": np.zeros((3, 13), np.float32)}
+    policy.reset(3)
+    for _ in range(9):
+        policy.act(obs)
+    assert [float(t[0]) for t in seen] == pytest.approx([0.0, 4 / 50, 8 / 50])
+    policy.reset(3)
+    policy.act(obs)
+    assert float(seen[-1][0]) == 0.0
+
+
+def test_a_pickled_policy_leaves_the_language_model_behind_and_keeps_its_cache():
+    import pickle
+
+    policy = VLAPolicy(PolicyConfig(use_image=False, use_egg_state=True, hidden=32))
+    policy.encode_language([SCOOP])
+    blob = pickle.dumps(policy)
+    assert len(blob) < 5_000_000  # the MiniLM weights (~90 MB) are not in it
+    clone = pickle.loads(blob)
+    torch.testing.assert_close(clone.encode_language([SCOOP]), policy.encode_language([SCOOP]))
+    assert clone.language_encoder.model_calls == policy.language_encoder.model_calls  # from the cache
+    clone.encode_language([FLIP])  # an unseen text reloads the model from its path
+    assert clone.language_encoder.model is not None
