@@ -39,9 +39,12 @@ VARIANTS = {
 }
 
 
+OVERRIDES: dict = {}  # PolicyConfig fields set from the command line
+
+
 def make_policy(variant: str, seed: int) -> VLAPolicy:
     torch.manual_seed(seed)
-    return VLAPolicy(PolicyConfig(**VARIANTS[variant]))
+    return VLAPolicy(PolicyConfig(**{**VARIANTS[variant], **OVERRIDES}))
 
 
 SEGMENTS: dict[str, list] = {}
@@ -77,8 +80,12 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--max-segments", type=int, default=300, help="segments per skill used for training")
     parser.add_argument("--skip-extras", action="store_true", help="only the per-skill success table")
+    parser.add_argument(
+        "--policy", default="{}", help='PolicyConfig overrides as JSON, e.g. {"min_std": 0.05}'
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
+    OVERRIDES.update(json.loads(args.policy))
     library = SkillLibrary(args.library)
     config = TrainConfig(steps=args.steps, progress=False)
     results: dict = {"clone": [], "library": {s: library.count(s) for s in args.skills}}
