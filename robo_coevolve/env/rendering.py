@@ -68,3 +68,30 @@ class SceneRenderer:
 
     def close(self) -> None:
         self._renderer.close()
+
+
+class StateRenderer:
+    """Policy-camera frames of stored sim states (a library's, a segment's), any task geometry:
+    one compiled scene and fast renderer per (pan height, egg size), nothing re-simulated."""
+
+    def __init__(self, size: int, camera: str = "policy"):
+        self.size = size
+        self.camera = camera
+        self._by_geometry: dict[tuple[float, float], tuple] = {}
+
+    def render(self, task, state: np.ndarray) -> np.ndarray:
+        """(size, size, 3) uint8 frame of ``state``, a full integration state of ``task``'s scene."""
+        from robo_coevolve.env.physics import EggFlipPhysics  # physics is the heavier import
+
+        key = (task.pan_height, task.egg_size)
+        if key not in self._by_geometry:
+            physics = EggFlipPhysics(task)
+            self._by_geometry[key] = physics, SceneRenderer(physics.model, self.size, self.size, self.camera)
+        physics, renderer = self._by_geometry[key]
+        physics.set_state(state)
+        return renderer.rgb(physics.data)
+
+    def close(self) -> None:
+        for _, renderer in self._by_geometry.values():
+            renderer.close()
+        self._by_geometry.clear()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.noise import NoiseSpec
@@ -45,11 +46,6 @@ def policy_episodes(
 
 @contextlib.contextmanager
 def _single_thread_torch():
-    try:
-        import torch
-    except ImportError:  # a numpy policy
-        yield
-        return
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

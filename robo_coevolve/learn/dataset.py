@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robo_coevolve.env.physics import EggFlipPhysics
-from robo_coevolve.env.rendering import SceneRenderer
+from robo_coevolve.env.rendering import StateRenderer
 from robo_coevolve.explore.policies import command_as_action
 from robo_coevolve.segment import Segment
 
@@ -47,7 +46,7 @@ class ChunkDataset:
             k: [] for k in ("proprio", "egg", "deltas", "mask", "segment_index", "time", "image")
         }
         instructions: list[str] = []
-        renderers: dict[tuple, tuple[EggFlipPhysics, SceneRenderer]] = {}
+        renderer = StateRenderer(image_size) if image_size else None
         try:
             for i, seg in enumerate(segments):
                 t = len(seg)
@@ -61,22 +60,10 @@ class ChunkDataset:
                 parts["segment_index"].append(np.full(t, i))
                 parts["time"].append(seg.states[:t, 0])  # an integration state starts with time
                 instructions += [seg.task.instruction] * t
-                if image_size:
-                    key = (seg.task.pan_height, seg.task.egg_size)
-                    if key not in renderers:
-                        physics = EggFlipPhysics(seg.task)
-                        renderers[key] = (
-                            physics,
-                            SceneRenderer(physics.model, image_size, image_size, "policy"),
-                        )
-                    physics, renderer = renderers[key]
-                    frames = []
-                    for state in seg.states[:t]:
-                        physics.set_state(state)
-                        frames.append(renderer.rgb(physics.data))
-                    parts["image"].append(np.stack(frames))
+                if renderer is not None:
+                    parts["image"].append(np.stack([renderer.render(seg.task, x) for x in seg.states[:t]]))
         finally:
-            for _, renderer in renderers.values():
+            if renderer is not None:
                 renderer.close()
         return cls(
             proprio=np.concatenate(parts["proprio"]).astype(np.float32),

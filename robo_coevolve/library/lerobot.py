@@ -24,8 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from robo_coevolve.env.physics import EggFlipPhysics
-from robo_coevolve.env.rendering import SceneRenderer
+from robo_coevolve.env.rendering import StateRenderer
 from robo_coevolve.library.skill_library import SkillLibrary, chosen_skills
 from robo_coevolve.segment import Segment
 
@@ -107,7 +106,7 @@ def _write_dataset(library: SkillLibrary, skills: list[str], root: Path, size: i
     tasks: dict[str, int] = {}
     image_stats = _ImageStats()
     frames = 0
-    renderers = _Renderers(size)
+    renderers = StateRenderer(size)
     try:
         with imageio.get_writer(
             video,
@@ -125,7 +124,7 @@ def _write_dataset(library: SkillLibrary, skills: list[str], root: Path, size: i
                     t = len(segment)
                     task = tasks.setdefault(segment.task.instruction, len(tasks))
                     for state in segment.states[:-1]:
-                        frame = renderers.render(segment, state)
+                        frame = renderers.render(segment.task, state)
                         image_stats.add(frame)
                         writer.append_data(frame)
                     reward = np.zeros(t, np.float32)
@@ -344,28 +343,6 @@ class _ImageStats:
             "std": shaped(std),
             "count": [self.frames],
         }
-
-
-class _Renderers:
-    """Policy-camera renderers, one per compiled scene geometry (pan height, egg size)."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self._by_geometry: dict[tuple[float, float], tuple[EggFlipPhysics, SceneRenderer]] = {}
-
-    def render(self, segment: Segment, state: np.ndarray) -> np.ndarray:
-        key = (segment.task.pan_height, segment.task.egg_size)
-        if key not in self._by_geometry:
-            physics = EggFlipPhysics(segment.task)
-            self._by_geometry[key] = physics, SceneRenderer(physics.model, self.size, self.size, "policy")
-        physics, renderer = self._by_geometry[key]
-        physics.set_state(state)
-        return renderer.rgb(physics.data)
-
-    def close(self) -> None:
-        for _, renderer in self._by_geometry.values():
-            renderer.close()
-        self._by_geometry.clear()
 
 
 def _move_into_place(tmp: Path, out_dir: Path) -> None:

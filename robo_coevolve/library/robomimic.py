@@ -18,7 +18,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from robo_coevolve.library.skill_library import SkillLibrary, chosen_skills, env_args, fsync_path
+from robo_coevolve.library.skill_library import SkillLibrary, chosen_skills, env_args, replace_durably
 
 ROBOMIMIC_DATASETS = (
     "actions",
@@ -98,9 +98,7 @@ def export_robomimic(
             for key, demo_names in masks.items():
                 mask.create_dataset(key, data=np.array(demo_names, dtype="S"))
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would keep the export from other users
-        fsync_path(tmp)
-        os.replace(tmp, path)
-        fsync_path(path.parent)
+        replace_durably(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

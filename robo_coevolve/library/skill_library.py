@@ -213,9 +213,7 @@ class SkillLibrary:
                     _write_demo(data.create_group(f"demo_{first + j}"), demo)
                 added = sum(d["attrs"]["num_samples"] for d in demos)
                 data.attrs["total"] = int(data.attrs["total"]) + added
-            fsync_path(tmp)
-            os.replace(tmp, path)
-            fsync_path(self.root)
+            replace_durably(tmp, path)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -482,6 +480,14 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic | np.ndarray):
         return value.tolist()
     raise TypeError(f"{type(value).__name__} {value!r} is not JSON-serialisable")
+
+
+def replace_durably(tmp: Path, path: Path) -> None:
+    """Put the finished ``tmp`` in place of ``path`` so that a crash leaves one or the other whole:
+    flush it, rename it over ``path`` (atomic within a directory), flush the directory."""
+    fsync_path(tmp)
+    os.replace(tmp, path)
+    fsync_path(Path(path).parent)
 
 
 def fsync_path(path: Path) -> None:
