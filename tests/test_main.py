@@ -21,6 +21,7 @@ def run_main(tmp_path, *overrides):
 def test_main_job_searches_primitives_and_renders_the_best_and_a_failure(tmp_path):
     proc = run_main(
         tmp_path,
+        "workspace=explore",
         "workspace.skills=[scoop]",
         "explore.budget=240",
         "explore.population=40",
@@ -66,19 +67,19 @@ def test_scripted_demo_scores_and_renders_the_hand_written_motions(tmp_path):
 
 
 def test_invalid_override_fails_before_any_work(tmp_path):
-    proc = run_main(tmp_path, "workspace.skills=[juggle]")
+    proc = run_main(tmp_path, "workspace=explore", "workspace.skills=[juggle]")
     assert proc.returncode != 0
     assert "workspace.skills has ['juggle']" in proc.stderr
     proc = run_main(tmp_path, "workspace=scripted_demo", "workspace.skills=[juggle]")
     assert "workspace.skills has ['juggle']" in proc.stderr
-    proc = run_main(tmp_path, "explore.tasks.egg_mass_range=1.5")
+    proc = run_main(tmp_path, "workspace=explore", "explore.tasks.egg_mass_range=1.5")
     assert proc.returncode != 0
     assert "egg_mass_range=1.5" in proc.stderr
-    proc = run_main(tmp_path, "explore.budget=0")
+    proc = run_main(tmp_path, "workspace=explore", "explore.budget=0")
     assert "explore.budget=0 must be >= 1" in proc.stderr
-    proc = run_main(tmp_path, "refine.min_integrity=3")
+    proc = run_main(tmp_path, "workspace=explore", "refine.min_integrity=3")
     assert "min_integrity=3" in proc.stderr
-    proc = run_main(tmp_path, "env.control_hz=33")
+    proc = run_main(tmp_path, "workspace=explore", "env.control_hz=33")
     assert proc.returncode != 0
     assert "control_hz=33" in proc.stderr
     assert not list(tmp_path.glob("*.npz"))

@@ -172,6 +172,42 @@ class SkillLibrary:
                     indices[k] = first + j
         return indices
 
+    def truncate(self, skill: str, count: int) -> int:
+        """Keep only the first ``count`` segments of ``skill`` (a resumed run rolls back what an
+        interrupted iteration stored); returns how many were removed. The kept demos are copied
+        into a fresh file that replaces the old one atomically, so the file is compact and equal
+        in content to one that never held the removed demos."""
+        if count < 0:
+            raise ValueError(f"truncate count={count} must be >= 0")
+        with self._write_lock():
+            n = self.count(skill)
+            if count >= n:
+                return 0
+            path = self.path(skill)
+            if count == 0:
+                path.unlink()
+                fsync_path(self.root)
+                return n
+            fd, name = tempfile.mkstemp(dir=self.root, prefix=f".{skill}.", suffix=TMP_SUFFIX)
+            os.close(fd)
+            tmp = Path(name)
+            try:
+                with h5py.File(path, "r") as src, h5py.File(tmp, "w") as dst:
+                    data = dst.create_group("data")
+                    for key, value in src["data"].attrs.items():
+                        data.attrs[key] = value
+                    total = 0
+                    for i in range(count):
+                        src.copy(src[f"data/demo_{i}"], data, name=f"demo_{i}")
+                        total += int(data[f"demo_{i}"].attrs["num_samples"])
+                    data.attrs["total"] = total
+                os.chmod(tmp, 0o644)
+                replace_durably(tmp, path)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            return n - count
+
     def _check_rate(self, skill: str, demos: list[dict[str, Any]]) -> None:
         rates = {d["attrs"]["control_hz"] for d in demos}
         with self._reading(skill) as data:

@@ -196,3 +196,23 @@ def test_damage_after_open_is_found_by_verify_and_reads(library):
         del f["data/demo_1/sensors"]
     with pytest.raises(LibraryError, match="demo_1 lacks sensors"):
         library.verify()
+
+
+def test_truncate_rolls_back_to_a_file_equal_to_one_that_never_held_the_rest(tmp_path, segments):
+    scoop = segments["scoop"]
+    lib = SkillLibrary(tmp_path / "lib")
+    lib.add(scoop[:1])
+    before = lib.path("scoop").stat().st_size
+    lib.add(scoop[1:3])
+    assert lib.truncate("scoop", 5) == 0  # nothing beyond the end
+    assert lib.truncate("scoop", 1) == 2
+    again = SkillLibrary(tmp_path / "lib", create=False)
+    assert again.verify() == {"scoop": 1}
+    assert_same(again.segment("scoop", 0), scoop[0])
+    assert again.path("scoop").stat().st_size <= before * 1.05  # the removed demos' bytes are gone
+    assert again.add([scoop[2]]) == [1]  # appending continues from the kept ones
+    assert_same(again.segment("scoop", 1), scoop[2])
+    assert again.truncate("scoop", 0) == 2
+    assert again.skills() == [] and again.count("scoop") == 0
+    with pytest.raises(ValueError, match="count"):
+        again.truncate("scoop", -1)

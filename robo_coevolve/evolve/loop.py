@@ -1,0 +1,458 @@
+"""EvolutionLoop: from nothing to a chain of mastered skills, one iteration at a time.
+
+Each iteration works on the first active node of the skill tree:
+
+1. **explore**: a skill's first iteration searches motion primitives with mixture CEM; later ones
+   split their trials between primitives around the modes found and the policy's own episodes
+   with correlated noise (``ExploreSchedule``);
+2. **score** is the simulator's: every trial comes back with its physics verdict;
+3. **refine**: the successes' core segments, smoothed, replayed, novelty-gated (``Refiner``);
+4. **store**: into the run's ``SkillLibrary``;
+5. **train**: behaviour cloning of the policy on the node's segments, rehearsing its ancestors'
+   (a node's first iteration starts a new stage: fresh normalisation, more steps; later ones
+   fine-tune);
+6. **evaluate**: closed-loop success of the policy on held-out tasks of the node and its ancestors
+   (forgetting shows there); the tree marks the node mastered at its threshold and unlocks its
+   children.
+
+Then the iteration commits: checkpoint, metrics line, videos, plots, and ``state.json`` last. Every
+random draw of iteration ``k`` comes from ``SeedSequence([seed, k])`` and the policy is saved and
+reloaded bit for bit, so a run killed at any moment and resumed (``run()`` again on the same run
+directory) ends exactly as an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from robo_coevolve.evolve import plots
+from robo_coevolve.evolve.run_state import (
+    CHECKPOINTS,
+    METRICS_FILE,
+    RunState,
+    checkpoint_name,
+    config_differences,
+    rollback,
+)
+from robo_coevolve.evolve.schedule import ExploreSchedule
+from robo_coevolve.explore.closed_loop import PolicyEpisode
+from robo_coevolve.explore.open_loop import Trial
+from robo_coevolve.explore.plans import PrimitivePlan
+from robo_coevolve.explore.search import PrimitiveSearch
+from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy
+from robo_coevolve.library import SkillLibrary
+from robo_coevolve.policy import PolicyConfig, VLAPolicy
+from robo_coevolve.skill_tree import SkillNode, SkillTree
+from robo_coevolve.video import render_highlights
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The first iteration's primitive search of a node (``PrimitiveSearch``)."""
+
+    budget: int = 3000
+    population: int = 100
+    target: float | None = 0.9
+    patience: int = 2
+    select_trials: int = 50
+    cem: dict | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """When a run stops: after ``iterations``, after ``minutes`` of wall time (None: no limit),
+    or once the nodes in ``until`` (None: every node) are mastered."""
+
+    iterations: int = 10
+    minutes: float | None = None
+    until: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1:
+            raise ValueError(f"budget.iterations={self.iterations} must be >= 1")
+        if self.minutes is not None and self.minutes <= 0:
+            raise ValueError(f"budget.minutes={self.minutes} must be > 0 or null")
+        if self.until is not None:
+            object.__setattr__(self, "until", tuple(self.until))
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Per-iteration behaviour cloning: ``steps`` at a node's first iteration (a new stage),
+    ``finetune_steps`` after; the latest ``max_segments`` segments of each skill are used."""
+
+    train: TrainConfig = TrainConfig(progress=False)
+    finetune_steps: int = 1000
+    max_segments: int = 400
+
+    def __post_init__(self) -> None:
+        if self.finetune_steps < 1 or self.max_segments < 1:
+            raise ValueError(
+                f"train.finetune_steps={self.finetune_steps} and train.max_segments={self.max_segments} "
+                "must be >= 1"
+            )
+
+
+@dataclass(frozen=True)
+class VideoSettings:
+    every: int = 1  # iterations between videos (0: none)
+    camera: str = "overview"
+    size: tuple[int, int] = (480, 360)
+    frame_every: int = 2
+
+
+class EvolutionLoop:
+    """The loop of the module docstring over ``tree``, writing into ``output_dir``.
+
+    Args:
+        tree: the skill tree (its progression is restored on resume).
+        policy_config: the policy built at the first training.
+        train: behaviour-cloning settings.
+        schedule: how later iterations split their trials.
+        search: the first iteration's primitive search per node.
+        refiner: a ``refine.Refiner``.
+        backend: a ``RolloutBackend`` (the loop does not close it).
+        output_dir: the run directory.
+        seed: the run's seed.
+        budget: when to stop.
+        refine_successes: most (latest) successes refined per iteration.
+        video: per-iteration videos of the node's evaluation (best success and a typical failure).
+        config: the resolved run config (stored; a resume with a different one is refused).
+    """
+
+    def __init__(
+        self,
+        tree: SkillTree,
+        policy_config: PolicyConfig,
+        train: TrainSettings,
+        schedule: ExploreSchedule,
+        search: SearchSettings,
+        refiner,
+        backend,
+        output_dir: str | Path,
+        seed: int = 0,
+        budget: Budget = Budget(),
+        refine_successes: int = 300,
+        video: VideoSettings = VideoSettings(),
+        config: dict[str, Any] | None = None,
+    ):
+        if budget.until is not None:
+            for name in budget.until:
+                tree.node(name)  # KeyError names the known nodes
+        if refine_successes < 1:
+            raise ValueError(f"refine_successes={refine_successes} must be >= 1")
+        self.tree = tree
+        self.policy_config = policy_config
+        self.train = train
+        self.schedule = schedule
+        self.search = search
+        self.refiner = refiner
+        self.backend = backend
+        self.output_dir = Path(output_dir)
+        self.seed = int(seed)
+        self.budget = budget
+        self.refine_successes = refine_successes
+        self.video = video
+        self.config = config or {}
+        self.policy: VLAPolicy | None = None
+        self.library: SkillLibrary | None = None
+        self.state = RunState()
+
+    # -------------------------------------------------------------------------------- the run
+    def run(self) -> dict[str, Any]:
+        """Run (or resume) until the budget ends; returns the summary also written to
+        ``summary.json``."""
+        self._start()
+        started = time.perf_counter()
+        while (reason := self._stop_reason(started)) is None:
+            self.iteration(self.state.iteration + 1)
+        summary = self.summary(reason)
+        (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        self._plots()
+        return summary
+
+    def _start(self) -> None:
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.library = SkillLibrary(self.output_dir / "library")
+        saved = RunState.load(self.output_dir)
+        if saved is not None:
+            differ = config_differences(saved.config, self.config)
+            if differ:
+                raise ValueError(
+                    f"{self.output_dir} holds a run with another config ({', '.join(differ[:5])} differ): "
+                    "resume it with its own config (scripts/skill_tree.py continue RUN_DIR), or start "
+                    "this one in a new directory"
+                )
+        removed = rollback(self.output_dir, saved, self.library)
+        if removed:
+            log.info("rolled back an interrupted iteration's segments: %s", removed)
+        if saved is None:
+            self.state = RunState(
+                tree=self.tree.to_dict(),
+                nodes={
+                    n.name: {"modes": None, "best_params": None, "trials": 0, "iterations": 0}
+                    for n in self.tree.nodes
+                },
+                config=self.config,
+            )
+            return
+        self.state = saved
+        self.tree.load_progress(saved.tree)
+        if saved.checkpoint is not None:
+            self.policy = VLAPolicy.from_pretrained(self.output_dir / saved.checkpoint)
+        log.info("resuming %s after iteration %d", self.output_dir, saved.iteration)
+
+    def _stop_reason(self, started: float) -> str | None:
+        b = self.budget
+        if self.tree.is_mastered(b.until):
+            return "mastered"
+        if not self.tree.active:
+            return "no active node"
+        if self.state.iteration >= b.iterations:
+            return "iterations"
+        if b.minutes is not None and self.state.elapsed_s + time.perf_counter() - started >= 60 * b.minutes:
+            return "minutes"
+        return None
+
+    # ----------------------------------------------------------------------- one iteration
+    def iteration(self, k: int) -> dict[str, Any]:
+        """Iteration ``k`` on the first active node; commits it (see the module docstring)."""
+        start = time.perf_counter()
+        node = self.tree.active[0]
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, k]))
+        info = self.state.nodes[node.name]
+        log.info("iteration %d: %s", k, node.name)
+
+        # 1-2. explore, scored by physics
+        successes, explored = self._explore(node, info, rng, k)
+        # 3-4. refine and store
+        bank = [m["meta"]["features"] for m in self.library.metadata(node.skill) if "features" in m["meta"]]
+        segments, report = self.refiner.refine(
+            successes[-self.refine_successes :], np.array(bank) if bank else None, iteration=k
+        )
+        self.library.add(segments)
+        # 5-6. train, then evaluate the node and its ancestors (not before the first success)
+        fit, evaluations, mastered = None, {}, False
+        if self.library.count(node.skill):
+            fit = self._train(node, rng, k)
+            for n in [node, *self.tree.ancestors(node.name)]:
+                evaluations[n.name] = evaluate_policy(
+                    self.policy, n.distribution(), self.backend, n.eval_tasks, seed=self._eval_seed(n)
+                )
+            mastered = self.tree.record(node.name, k, evaluations[node.name].success_rate)
+            for n in self.tree.ancestors(node.name):
+                self.tree.record(n.name, k, evaluations[n.name].success_rate)
+        else:
+            log.warning("iteration %d: no %s success survived refining yet; exploring again", k, node.name)
+
+        # commit: checkpoint, videos, metrics, then the state
+        checkpoint = self._save_checkpoint(k) if fit is not None else self.state.checkpoint
+        videos = self._videos(node, evaluations[node.name].trajectories, k) if evaluations else {}
+        info["trials"] += explored["trials"]
+        info["iterations"] += 1
+        self.state.trials += explored["trials"]
+        record = {
+            "iteration": k,
+            "node": node.name,
+            "explore": explored,
+            "refine": report.summary(),
+            "library": {s: self.library.count(s) for s in self.library.skills()},
+            "train": None
+            if fit is None
+            else {
+                key: fit[key] for key in ("steps", "best_step", "best_val_loss", "seconds", "train_samples")
+            },
+            "success": {name: ev.success_rate for name, ev in evaluations.items()},
+            "failures": {name: ev.reasons for name, ev in evaluations.items()},
+            "mastered": mastered,
+            "status": dict(self.tree.status),
+            "trials_total": self.state.trials,
+            "videos": videos,
+            "seconds": time.perf_counter() - start,
+        }
+        with open(self.output_dir / METRICS_FILE, "a") as f:
+            f.write(json.dumps(record) + "\n")
+        self._tensorboard(record)
+        self.state.iteration = k
+        self.state.tree = self.tree.to_dict()
+        self.state.library = record["library"]
+        self.state.checkpoint = checkpoint
+        self.state.trained_node = node.name if fit is not None else self.state.trained_node
+        self.state.elapsed_s += time.perf_counter() - start
+        self.state.save(self.output_dir)
+        self._plots()
+        log.info(
+            "iteration %d: %s policy success %s, %d trials (%d successes), library %s, %.0f s%s",
+            k,
+            node.name,
+            {name: f"{ev.success_rate:.0%}" for name, ev in evaluations.items()},
+            explored["trials"],
+            explored["successes"],
+            record["library"],
+            record["seconds"],
+            " -> mastered" if mastered else "",
+        )
+        return record
+
+    def _explore(self, node: SkillNode, info: dict, rng: np.random.Generator, k: int) -> tuple[list, dict]:
+        tasks = node.distribution()
+        meta = {"iteration": k, "node": node.name}
+        if info["modes"] is None:
+            s = self.search
+            search = PrimitiveSearch(
+                tasks,
+                self.backend,
+                seed=int(rng.integers(2**31)),
+                population=s.population,
+                **(s.cem or {}),
+            )
+            result = search.run(s.budget, target=s.target, patience=s.patience, select_trials=s.select_trials)
+            successes = result.successes
+            if successes:  # else the next iteration searches again, from other seeds
+                info["modes"] = [np.asarray(m).tolist() for m in result.modes]
+                info["best_params"] = np.asarray(result.best_params).tolist()
+            return successes, {
+                "kind": "search",
+                "trials": result.trials,
+                "successes": len(successes),
+                "search_success": result.success_rate,
+            }
+        n_primitive, n_policy = self.schedule.split(self.tree.latest_success(node.name))
+        trajs = []
+        if n_primitive:
+            params = self.schedule.primitive_params(info["modes"], n_primitive, rng)
+            drawn = tasks.sample_many(rng, n_primitive)
+            trials = [
+                Trial(t, PrimitivePlan(p), {**meta, "source": "primitive"})
+                for t, p in zip(drawn, params, strict=True)
+            ]
+            trajs += self.backend.run_trials(trials)
+        policy_trajs = []
+        if n_policy:
+            drawn = tasks.sample_many(rng, n_policy)
+            seeds = rng.integers(2**31 - 1, size=n_policy)
+            episodes = [
+                PolicyEpisode(t, self.schedule.noise(i), int(s), {**meta, "source": "policy"})
+                for i, (t, s) in enumerate(zip(drawn, seeds, strict=True))
+            ]
+            policy_trajs = self.backend.run_policy(self.policy, episodes)
+        successes = [t for t in trajs + policy_trajs if t.success]
+        return successes, {
+            "kind": "mixed" if n_policy and n_primitive else ("policy" if n_policy else "primitives"),
+            "trials": n_primitive + n_policy,
+            "successes": len(successes),
+            "primitive_trials": n_primitive,
+            "primitive_success": float(np.mean([t.success for t in trajs])) if trajs else None,
+            "policy_episodes": n_policy,
+            "policy_noisy_success": float(np.mean([t.success for t in policy_trajs]))
+            if policy_trajs
+            else None,
+        }
+
+    def _train(self, node: SkillNode, rng: np.random.Generator, k: int) -> dict:
+        torch.manual_seed(int(rng.integers(2**31)))
+        if self.policy is None:
+            self.policy = VLAPolicy(self.policy_config)
+        c = self.policy.config
+        image = c.image_size if c.use_image else None
+        limit = self.train.max_segments
+
+        def data(skill: str) -> ChunkDataset | None:
+            segs = self.library.segments(skill)[-limit:]
+            return ChunkDataset.from_segments(segs, c.chunk, image) if segs else None
+
+        current = data(node.skill)
+        if current is None:
+            raise RuntimeError(
+                f"iteration {k}: the library has no {node.skill} segments to train on (the explorer found "
+                "no success the refiner kept): raise explore.budget or loosen refine settings"
+            )
+        earlier = [
+            d for d in (data(a.skill) for a in self.tree.ancestors(node.name) if a.skill != node.skill) if d
+        ]
+        rehearsal = ChunkDataset.concat(earlier) if earlier else None
+        new_stage = self.state.trained_node != node.name
+        config = replace(
+            self.train.train,
+            steps=self.train.train.steps if new_stage else self.train.finetune_steps,
+            seed=int(rng.integers(2**31)),
+            progress=False,
+        )
+        trainer = BCTrainer(self.policy, config, output_dir=self.output_dir / "train" / checkpoint_name(k))
+        return trainer.fit(current, rehearsal=rehearsal, set_normalization=new_stage)
+
+    def _eval_seed(self, node: SkillNode) -> int:
+        """Held-out evaluation tasks: the same per node for the whole run (so success curves
+        compare like with like), drawn from a stream the explorer's seeds never come from."""
+        index = [n.name for n in self.tree.nodes].index(node.name)
+        return int(np.random.SeedSequence([self.seed, 2**31 - 1, index]).generate_state(1)[0] >> 1)
+
+    def _save_checkpoint(self, k: int) -> str:
+        """Save the policy to ``checkpoints/iter_<k>`` (written aside and renamed into place)."""
+        root = self.output_dir / CHECKPOINTS
+        final = root / checkpoint_name(k)
+        tmp = root / f".{final.name}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.policy.save_pretrained(tmp)
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        return str(final.relative_to(self.output_dir))
+
+    def _videos(self, node: SkillNode, trajs, k: int) -> dict[str, str]:
+        v = self.video
+        if not v.every or k % v.every:
+            return {}
+        paths = render_highlights(
+            trajs,
+            self.output_dir / "videos",
+            f"iter{k:03d}_{node.name}_",
+            v.camera,
+            tuple(v.size),
+            v.frame_every,
+        )
+        return {name: str(p.relative_to(self.output_dir)) for name, p in paths.items()}
+
+    def _tensorboard(self, record: dict) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        k = record["iteration"]
+        with SummaryWriter(str(self.output_dir / "tensorboard")) as w:
+            for name, rate in record["success"].items():
+                w.add_scalar(f"success/{name}", rate, k)
+            for skill, n in record["library"].items():
+                w.add_scalar(f"library/{skill}", n, k)
+            w.add_scalar("trials_total", record["trials_total"], k)
+            if record["train"] is not None:
+                w.add_scalar("train/best_val_loss", record["train"]["best_val_loss"], k)
+
+    def _plots(self) -> None:
+        plots.draw_run(self.tree, self.output_dir, self.state.trials)
+
+    def summary(self, reason: str = "") -> dict[str, Any]:
+        return {
+            "stopped": reason,
+            "iterations": self.state.iteration,
+            "trials": self.state.trials,
+            "elapsed_s": self.state.elapsed_s,
+            "status": dict(self.tree.status),
+            "success": {n.name: self.tree.latest_success(n.name) for n in self.tree.nodes},
+            "library": dict(self.state.library),
+            "checkpoint": self.state.checkpoint,
+            "nodes": {
+                name: {k: v for k, v in info.items() if k != "modes"}
+                for name, info in self.state.nodes.items()
+            },
+            "budget": asdict(self.budget),
+        }

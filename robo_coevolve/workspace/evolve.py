@@ -1,0 +1,129 @@
+"""The evolve job (the main job): the evolution loop along the skill tree, built from the config.
+
+Every component is built here, before any work starts, so a bad override fails in a second with
+a message naming it: the skill tree (``skill_tree``), the policy (``policy``), behaviour cloning
+(``train``), the explorer's search and schedule (``explore``), the refiner (``refine``) and the
+budget (``budget``). The run directory then receives what ``EvolutionLoop`` writes; running the
+job again on the same directory resumes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.errors import InstantiationException
+from omegaconf import DictConfig, OmegaConf
+
+from robo_coevolve.evolve.loop import Budget, EvolutionLoop, SearchSettings, TrainSettings, VideoSettings
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(ValueError):
+    """A config value that cannot build its component; the message names the group and why."""
+
+
+def build(cfg: DictConfig, group: str) -> Any:
+    """Instantiate ``cfg`` (the ``group`` config), turning Hydra's wrapped errors into one line."""
+    try:
+        return hydra.utils.instantiate(cfg, _convert_="all")
+    except InstantiationException as e:
+        cause = e.__cause__ or e
+        raise ConfigError(f"config group {group!r}: {type(cause).__name__}: {cause}") from None
+    except (ValueError, TypeError, KeyError) as e:
+        raise ConfigError(f"config group {group!r}: {type(e).__name__}: {e}") from None
+
+
+class EvolveWorkspace:
+    """Build the loop from ``cfg`` (see the module docstring); ``run`` runs or resumes it.
+
+    Args:
+        cfg: the whole run config.
+        output_dir: the run directory.
+        refine_successes: most (latest) successes refined per iteration.
+        video: per-iteration video settings (``every``, ``camera``, ``size``, ``frame_every``).
+    """
+
+    def __init__(self, cfg: DictConfig, output_dir: str | Path, refine_successes: int = 300, video=None):
+        self.cfg = cfg
+        self.output_dir = Path(output_dir)
+        e = cfg.explore
+        self.tree = build(cfg.skill_tree, "skill_tree")
+        policy = build(cfg.policy, "policy")
+        self.policy_config = policy.__class__(**{**policy.to_dict(), "control_hz": float(cfg.env.control_hz)})
+        self.train = build(cfg.train, "train")
+        self.schedule = build(e.schedule, "explore.schedule")
+        self.budget = build(cfg.budget, "budget")
+        try:
+            self.search = SearchSettings(
+                budget=int(e.budget),
+                population=int(e.population),
+                target=None if e.target is None else float(e.target),
+                patience=int(e.patience),
+                select_trials=int(e.select_trials),
+                cem=OmegaConf.to_container(e.cem, resolve=True),
+            )
+            if isinstance(video, DictConfig):
+                video = OmegaConf.to_container(video, resolve=True)
+            self.video = VideoSettings(**video) if video else VideoSettings()
+        except (ValueError, TypeError) as err:
+            raise ConfigError(f"config group 'explore' or 'workspace.video': {err}") from None
+        if self.search.budget <= self.search.select_trials * int(e.cem.max_modes):
+            raise ConfigError(
+                f"explore.budget={self.search.budget} must exceed explore.select_trials x cem.max_modes"
+            )
+        names = [n.name for n in self.tree.nodes]
+        for name in self.budget.until or ():
+            if name not in names:
+                raise ConfigError(f"budget.until names {name!r}: the skill tree's nodes are {names}")
+        if not isinstance(self.train, TrainSettings) or not isinstance(self.budget, Budget):
+            raise ConfigError("train and budget must build TrainSettings and Budget (check their _target_)")
+        self.refiner = build(cfg.refine, "refine")
+        self.refine_successes = refine_successes
+
+    def stored_config(self) -> dict[str, Any]:
+        """The config a resumed run must match: all but the budget (a tree may be continued with
+        more) and where it runs (workers)."""
+        c = OmegaConf.to_container(self.cfg, resolve=True)
+        c.pop("budget", None)
+        c.get("explore", {}).pop("backend", None)
+        return c
+
+    def run(self) -> dict:
+        backend = hydra.utils.instantiate(self.cfg.explore.backend, control_hz=self.cfg.env.control_hz)
+        try:
+            loop = EvolutionLoop(
+                self.tree,
+                self.policy_config,
+                self.train,
+                self.schedule,
+                self.search,
+                self.refiner,
+                backend,
+                self.output_dir,
+                seed=int(self.cfg.seed),
+                budget=self.budget,
+                refine_successes=self.refine_successes,
+                video=self.video,
+                config=self.stored_config(),
+            )
+            summary = loop.run()
+        finally:
+            backend.close()
+            self.refiner.close()
+        print(
+            f"\nstopped: {summary['stopped']} after {summary['iterations']} iteration(s), "
+            f"{summary['trials']:,} trials, {summary['elapsed_s'] / 60:.1f} min"
+        )
+        print(f"{'node':8} {'status':9} {'policy success':>15}")
+        for name, status in summary["status"].items():
+            s = summary["success"][name]
+            print(f"{name:8} {status:9} {'-' if s is None else f'{s:.0%}':>15}")
+        print(
+            f"outputs in {self.output_dir}: metrics.jsonl, progress.png, skill_tree.png, videos/, library/, "
+            "checkpoints/"
+        )
+        return summary

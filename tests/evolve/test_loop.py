@@ -1,0 +1,214 @@
+"""The evolution loop as users launch it (``python -m robo_coevolve``): a tiny run writes every
+artefact, a SIGKILLed run resumes to the same library and metrics, bad overrides fail first."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robo_coevolve.library import SkillLibrary
+from robo_coevolve.policy import VLAPolicy
+
+# Scoop is mastered at a token threshold in iteration 1, so iteration 2 searches flip and trains
+# it rehearsing scoop: every stage of the loop runs in about a minute.
+TINY = [
+    "explore.budget=300",
+    "explore.population=50",
+    "explore.select_trials=10",
+    "explore.schedule.trials=40",
+    "explore.backend.workers=2",
+    "train.train.steps=200",
+    "train.train.eval_every=100",
+    "train.finetune_steps=100",
+    "skill_tree.nodes.scoop.eval_tasks=16",
+    "skill_tree.nodes.scoop.mastery=0.05",
+    "skill_tree.nodes.flip.eval_tasks=16",
+    "budget.iterations=2",
+    "workspace.refine_successes=60",
+    "budget.until=null",
+    "workspace.video.size=[96,72]",
+    "workspace.video.frame_every=10",
+]
+TIMING = {"seconds"}
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def command(run_dir: Path, *overrides: str) -> list[str]:
+    return [sys.executable, "-m", "robo_coevolve", f"hydra.run.dir={run_dir}", *TINY, *overrides]
+
+
+def run(run_dir: Path, *overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run(command(run_dir, *overrides), capture_output=True, text=True, timeout=600)
+
+
+def metrics(run_dir: Path) -> list[dict]:
+    """metrics.jsonl without wall times."""
+
+    def strip(d):
+        return {k: strip(v) if isinstance(v, dict) else v for k, v in d.items() if k not in TIMING}
+
+    return [strip(json.loads(line)) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def library_content(run_dir: Path) -> dict:
+    lib = SkillLibrary(run_dir / "library", create=False)
+    return {
+        skill: [(s.actions.tobytes(), s.states.tobytes(), s.meta, s.task) for s in lib.segments(skill)]
+        for skill in lib.skills()
+    }
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("evolve") / "run"
+    proc = run(run_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run_dir
+
+
+def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninterrupted):
+    d = uninterrupted
+    rows = metrics(d)
+    assert [r["node"] for r in rows] == ["scoop", "flip"]
+    assert rows[0]["explore"]["kind"] == rows[1]["explore"]["kind"] == "search"  # from zero demos
+    assert rows[0]["mastered"] and rows[0]["success"]["scoop"] >= 0.05
+    assert set(rows[1]["success"]) == {"flip", "scoop"}  # flip evaluated, and scoop for forgetting
+    assert rows[1]["library"]["scoop"] == rows[0]["library"]["scoop"] > 0 and rows[1]["library"]["flip"] > 0
+    summary = json.loads((d / "summary.json").read_text())
+    assert summary["stopped"] == "iterations" and summary["iterations"] == 2
+    assert summary["status"] == {"scoop": "mastered", "flip": "active", "catch": "locked"}
+    state = json.loads((d / "state.json").read_text())
+    assert state["iteration"] == 2 and state["checkpoint"] == "checkpoints/iter_0002"
+    policy = VLAPolicy.from_pretrained(d / state["checkpoint"])
+    assert not policy.config.use_image and policy.config.use_language  # conf/policy/state.yaml
+    for name in ("progress.png", "skill_tree.png"):
+        assert (d / name).read_bytes()[:4] == b"\x89PNG"
+    for k, node in ((1, "scoop"), (2, "flip")):
+        assert (d / "videos" / f"iter{k:03d}_{node}_best.mp4").stat().st_size > 1000
+        assert (d / "train" / f"iter_{k:04d}" / "metrics.jsonl").is_file()
+    assert any((d / "tensorboard").iterdir())
+    assert (d / ".hydra" / "config.yaml").is_file()  # the resolved config
+
+
+def test_a_sigkilled_run_resumes_to_the_same_library_and_metrics(uninterrupted, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(command(run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        # Kill it in iteration 2 after its segments are stored (training has begun), so the
+        # resume must roll the library back.
+        deadline = time.monotonic() + 500
+        while not (run_dir / "train" / "iter_0002").exists():
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert json.loads((run_dir / "state.json").read_text())["iteration"] == 1
+    assert SkillLibrary(run_dir / "library").count("flip") > 0  # the interrupted iteration's segments
+    # Resumed the way a user continues a tree: the run's own config, rebuilt from its .hydra folder.
+    resumed = subprocess.run(
+        [sys.executable, str(SCRIPTS / "skill_tree.py"), "continue", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stdout + resumed.stderr
+    assert metrics(run_dir) == metrics(uninterrupted)
+    assert library_content(run_dir) == library_content(uninterrupted)
+    a = VLAPolicy.from_pretrained(run_dir / "checkpoints" / "iter_0002").state_dict()
+    b = VLAPolicy.from_pretrained(uninterrupted / "checkpoints" / "iter_0002").state_dict()
+    assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
+
+
+def script(name: str, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_scripts_show_evaluate_plot_and_render_a_run(uninterrupted, tmp_path):
+    d = str(uninterrupted)
+    status = script("skill_tree.py", "status", d).stdout
+    assert "2 iteration(s)" in status and "mastered" in status and "locked" in status
+    script("skill_tree.py", "evaluate", d, "--tasks", "4")
+    evaluation = json.loads((uninterrupted / "evaluation.json").read_text())
+    assert set(evaluation["nodes"]) == {"scoop", "flip", "catch"}
+    assert all(e["n"] == 4 for e in evaluation["nodes"].values())
+    script("plot_progress.py", d, "--out", str(tmp_path))
+    assert (tmp_path / "progress.png").stat().st_size > 1000 and (tmp_path / "skill_tree.png").is_file()
+    out = script(
+        "render_policy.py",
+        f"{d}/checkpoints/iter_0001",
+        "--skill",
+        "scoop",
+        "--episodes",
+        "1",
+        "--size",
+        "96",
+        "72",
+        "--frame-every",
+        "10",
+        "--out",
+        str(tmp_path / "videos"),
+    ).stdout
+    assert "scoop_0.mp4" in out and (tmp_path / "videos" / "scoop_0.mp4").stat().st_size > 1000
+
+
+def test_resuming_with_another_config_is_refused(uninterrupted, tmp_path):
+    proc = run(uninterrupted, "train.train.lr=0.01")
+    assert proc.returncode != 0
+    assert "another config" in proc.stderr and "train.train.lr" in proc.stderr
+
+
+def compose(*overrides: str):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from robo_coevolve.resources import conf_dir
+
+    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+        return hydra_compose("config", overrides=[*TINY, *overrides])
+
+
+@pytest.mark.parametrize(
+    "override, words",
+    [
+        ("skill_tree.nodes.flip.requires=[flop]", ["skill_tree", "unknown node", "flop"]),
+        ("policy.chunk=0", ["policy", "chunk"]),
+        ("train.train.lr=-1", ["train", "lr"]),
+        ("explore.schedule.grip=2", ["explore.schedule", "grip"]),
+        ("budget.until=[juggle]", ["budget.until", "juggle"]),
+        ("budget.iterations=0", ["budget", "iterations"]),
+        ("refine.min_integrity=3", ["refine", "min_integrity"]),
+    ],
+)
+def test_an_invalid_override_names_the_problem_when_the_job_is_built(tmp_path, override, words):
+    from robo_coevolve.workspace.evolve import ConfigError, EvolveWorkspace
+
+    with pytest.raises(ConfigError) as e:
+        EvolveWorkspace(compose(override), tmp_path / "run")
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_the_command_line_fails_on_a_bad_override_before_any_work(tmp_path):
+    start = time.monotonic()
+    proc = run(tmp_path / "run", "policy.chunk=0")
+    assert proc.returncode != 0
+    assert "PolicyConfig.chunk must be >= 1" in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "run" / "library").exists() and not (tmp_path / "run" / "state.json").exists()
+    assert time.monotonic() - start < 60
