@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only: no display on a headless machine
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 COLOURS = {"locked": "#c8c8c8", "active": "#f5c242", "mastered": "#5cb85c"}
 
@@ -36,6 +37,7 @@ def plot_progress(
     ax.set_xlabel("iteration" + (f"   (trials so far: {trials[-1]:,})" if len(trials) else ""))
     ax.set_ylabel("policy success on held-out tasks (%)")
     ax.set_ylim(-2, 102)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     ax.set_title("skill progress (dashed: mastery threshold)")
