@@ -19,7 +19,7 @@ system:
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,ray,export]'  # the tests run Ray and ONNX
 	@touch $@
 
 run: setup
@@ -35,5 +35,4 @@ lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 bench: setup
-	$(BIN)/python benchmarks/env_throughput.py
-	$(BIN)/python benchmarks/explore_throughput.py
+	$(BIN)/python benchmarks/suite.py $(ARGS)

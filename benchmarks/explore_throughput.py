@@ -91,23 +91,15 @@ def timed(fn):
     return items, time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--skill", default="scoop")
-    parser.add_argument("--trials", type=int, default=96, help="open-loop trials per measurement")
-    parser.add_argument("--episodes", type=int, default=32, help="closed-loop episodes per measurement")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args()
-
-    trials = make_trials(args.skill, args.trials, seed=0)
+def bench_open_loop(skill: str, n_trials: int, rounds: int, workers=(1, 2)) -> dict:
+    """Explorer trials/s (``LocalBackend(w).run_trials``) and raw ``mujoco.rollout`` trials/s on the
+    very same trials, per worker count, interleaved: ``{"explorer 1": ..., "raw 1": ..., ...}``
+    plus ``steps_per_trial``."""
+    trials = make_trials(skill, n_trials, seed=0)
     models, states, warm, controls = raw_inputs(trials)
-    steps_per_trial = controls.shape[1]
-    env_steps = int(round(trials[0].task.horizon * 50))  # control steps per trial at 50 Hz
-    physics_steps = len(trials) * steps_per_trial
-    backends = {w: LocalBackend(workers=w) for w in (1, 2)}
-    pools = {w: rollout.Rollout(nthread=w) for w in (1, 2)}
-    datas = [mujoco.MjData(models[0]) for _ in range(2)]
+    backends = {w: LocalBackend(workers=w) for w in workers}
+    pools = {w: rollout.Rollout(nthread=w) for w in workers}
+    datas = [mujoco.MjData(models[0]) for _ in range(max(workers))]
 
     def explorer(w):
         return lambda: timed(lambda: len(backends[w].run_trials(trials)))
@@ -121,30 +113,63 @@ def main() -> None:
 
         return lambda: timed(run)
 
-    for w in (1, 2):  # warm-up: thread pools, env caches
+    for w in workers:  # warm-up: thread pools, env caches
         backends[w].run_trials(trials[:8])
-    trial_rates = median_rates(
-        {"explorer 1": explorer(1), "raw 1": raw(1), "explorer 2": explorer(2), "raw 2": raw(2)}, args.rounds
-    )
+    units = {}
+    for w in workers:
+        units[f"explorer {w}"], units[f"raw {w}"] = explorer(w), raw(w)
+    rates = median_rates(units, rounds)
+    for b in backends.values():
+        b.close()
+    for p in pools.values():
+        p.close()
+    return {**rates, "steps_per_trial": controls.shape[1], "trials": len(trials)}
 
-    policy = RandomMLPPolicy(seed=0)
+
+def policy_episodes_for(skill: str, n: int) -> list[PolicyEpisode]:
     rng = np.random.default_rng(1)
-    episodes = [
+    return [
         PolicyEpisode(t, NoiseSpec("pink", 0.2), noise_seed=i)
-        for i, t in enumerate(TaskDistribution.for_skill(args.skill).sample_many(rng, args.episodes))
+        for i, t in enumerate(TaskDistribution.for_skill(skill).sample_many(rng, n))
     ]
-    closed = {w: LocalBackend(workers=w, policy_batch=max(1, args.episodes // (2 * w))) for w in (1, 2)}
-    for w in (1, 2):
+
+
+def bench_closed_loop(skill: str, n_episodes: int, rounds: int, workers=(1, 2)) -> dict:
+    """Control steps/s of random-init-policy episodes (``LocalBackend(w).run_policy``) per worker
+    count, after a warm-up batch that starts the processes: ``{"policy 1": ..., "policy 2": ...}``."""
+    policy = RandomMLPPolicy(seed=0)
+    episodes = policy_episodes_for(skill, n_episodes)
+    closed = {w: LocalBackend(workers=w, policy_batch=max(1, n_episodes // (2 * w))) for w in workers}
+    for w in workers:
         closed[w].run_policy(policy, episodes[:4])  # start the worker processes
 
     def policy_run(w):
         return lambda: timed(lambda: sum(len(t) for t in closed[w].run_policy(policy, episodes)))
 
-    ctrl_rates = median_rates({"policy 1": policy_run(1), "policy 2": policy_run(2)}, args.rounds)
-    for b in (*backends.values(), *closed.values()):
+    rates = median_rates({f"policy {w}": policy_run(w) for w in workers}, rounds)
+    for b in closed.values():
         b.close()
-    for p in pools.values():
-        p.close()
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--skill", default="scoop")
+    parser.add_argument("--trials", type=int, default=96, help="open-loop trials per measurement")
+    parser.add_argument("--episodes", type=int, default=32, help="closed-loop episodes per measurement")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+
+    open_loop = bench_open_loop(args.skill, args.trials, args.rounds)
+    steps_per_trial = open_loop.pop("steps_per_trial")
+    n_trials = open_loop.pop("trials")
+    trial_rates = open_loop
+    physics_steps = n_trials * steps_per_trial
+    env_steps = int(round(make_trials(args.skill, 1, seed=0)[0].task.horizon * 50))  # control steps at 50 Hz
+    ctrl_rates = bench_closed_loop(args.skill, args.episodes, args.rounds)
+    episodes = policy_episodes_for(args.skill, args.episodes)
+    trials = range(n_trials)
 
     figures = {
         "skill": args.skill,

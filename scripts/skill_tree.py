@@ -77,6 +77,7 @@ def evaluate(run_dir: Path, tasks: int | None, checkpoint: Path | None) -> int:
     from robo_coevolve.learn import evaluate_policy
     from robo_coevolve.policy import VLAPolicy
     from robo_coevolve.workspace.evolve import EvolveWorkspace
+    from robo_coevolve.workspace.explore import backend_config
 
     cfg = run_config(run_dir, [])
     workspace = EvolveWorkspace(cfg, run_dir, **_workspace_args(cfg))
@@ -87,7 +88,9 @@ def evaluate(run_dir: Path, tasks: int | None, checkpoint: Path | None) -> int:
         checkpoint = run_dir / state.checkpoint
     policy = VLAPolicy.from_pretrained(checkpoint)
     results = {}
-    with hydra.utils.instantiate(cfg.explore.backend, control_hz=cfg.env.control_hz) as backend:
+    with hydra.utils.instantiate(
+        backend_config(cfg.explore.backend), control_hz=cfg.env.control_hz
+    ) as backend:
         for node in workspace.tree.nodes:
             n = tasks or node.eval_tasks
             ev = evaluate_policy(policy, node.distribution(), backend, n, seed=10_000)

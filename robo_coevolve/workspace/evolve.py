@@ -18,6 +18,7 @@ from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
 from robo_coevolve.evolve.loop import Budget, EvolutionLoop, SearchSettings, TrainSettings, VideoSettings
+from robo_coevolve.workspace.explore import backend_config
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,9 @@ class EvolveWorkspace:
         return c
 
     def run(self) -> dict:
-        backend = hydra.utils.instantiate(self.cfg.explore.backend, control_hz=self.cfg.env.control_hz)
+        backend = hydra.utils.instantiate(
+            backend_config(self.cfg.explore.backend), control_hz=self.cfg.env.control_hz
+        )
         try:
             loop = EvolutionLoop(
                 self.tree,

@@ -29,11 +29,25 @@ from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.open_loop import noise_trials
 from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params
 from robo_coevolve.library import SkillLibrary
+from robo_coevolve.resources import conf_dir
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import SKILLS
 from robo_coevolve.video import pick_highlights, render_highlights
 
 log = logging.getLogger(__name__)
+
+
+def backend_config(choice) -> DictConfig:
+    """The backend's config: ``choice`` as is, or, for a name (``explore.backend=ray`` on the command
+    line, which sets a value instead of picking the group), ``conf/explore/backend/<name>.yaml``."""
+    if not isinstance(choice, str):
+        return choice
+    folder = conf_dir() / "explore" / "backend"
+    path = folder / f"{choice}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in folder.glob("*.yaml"))
+        raise ValueError(f"explore.backend={choice!r}: known backends are {known} (conf/explore/backend/)")
+    return OmegaConf.load(path)
 
 
 def _rate(trajs) -> float:
@@ -73,6 +87,7 @@ class ExploreWorkspace:
                 raise ValueError(f"explore.{key}={e[key]} must be >= 1")
         if e.target is not None and not 0 < float(e.target) <= 1:
             raise ValueError(f"explore.target={e.target} must be in (0, 1] or null")
+        self.backend_config = backend_config(e.backend)
         self.cfg = cfg
         self.output_dir = Path(output_dir)
         self.skills = list(skills)
@@ -96,9 +111,8 @@ class ExploreWorkspace:
         )
 
     def run(self) -> dict:
-        e = self.cfg.explore
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        backend = hydra.utils.instantiate(e.backend, control_hz=self.cfg.env.control_hz)
+        backend = hydra.utils.instantiate(self.backend_config, control_hz=self.cfg.env.control_hz)
         library = SkillLibrary(self.output_dir / "library") if self.refiner else None
         summary: dict[str, dict] = {}
         try:

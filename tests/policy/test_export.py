@@ -1,0 +1,123 @@
+"""ONNX export: the graph run by onnxruntime gives predict_chunk's actions, for any batch size."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from robo_coevolve.policy import PolicyConfig, VLAPolicy
+
+pytest.importorskip("onnxruntime")  # a guard only: the test install (make test) includes the extra
+
+from robo_coevolve.policy.export import (  # noqa: E402
+    OUTPUT,
+    ExportError,
+    check_parity,
+    example_observation,
+    export_onnx,
+    graph_inputs,
+    input_names,
+    onnx_session,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def policy(**config) -> VLAPolicy:
+    """A policy whose every input matters: random normalisation and FiLM (FiLM starts at zero)."""
+    torch.manual_seed(0)
+    p = VLAPolicy(PolicyConfig(**config))
+    rng = np.random.default_rng(0)
+    c = p.config
+    p.set_normalization(
+        {
+            "proprio_mean": rng.normal(0, 0.1, c.proprio_dim),
+            "proprio_std": rng.uniform(0.05, 0.5, c.proprio_dim),
+            "egg_mean": rng.normal(0, 0.1, c.egg_dim),
+            "egg_std": rng.uniform(0.05, 0.5, c.egg_dim),
+            "delta_mean": rng.normal(0, 0.01, c.flat_dim),
+            "delta_std": rng.uniform(0.01, 0.05, c.flat_dim),
+        }
+    )
+    with torch.no_grad():
+        p.film.weight.normal_(0.0, 0.2)
+    return p.eval()
+
+
+STATE = dict(use_image=False, use_egg_state=True)
+IMAGE = dict(use_image=True, use_egg_state=False, image_size=64)
+
+
+@pytest.mark.parametrize("config", [STATE, IMAGE], ids=["state", "image"])
+def test_onnx_actions_match_torch_for_any_batch(tmp_path, config):
+    p = policy(**config)
+    session = onnx_session(export_onnx(p, tmp_path / "p.onnx"))
+    assert [i.name for i in session.get_inputs()] == input_names(p)
+    rng = np.random.default_rng(1)
+    for batch in (1, 7):  # exported with batch 2: the batch axis is dynamic
+        obs = example_observation(p, batch, rng)
+        assert check_parity(p, session, obs, atol=1e-4) <= 1e-4
+        (actions,) = session.run([OUTPUT], graph_inputs(p, obs))
+        assert actions.shape == (batch, 8, 5) and np.abs(actions).max() <= 1.0
+        assert batch == 1 or np.ptp(actions[:, 0], axis=0).max() > 1e-3  # per-row inputs, per-row actions
+
+
+@pytest.mark.parametrize("config", [STATE, IMAGE], ids=["state", "image"])
+def test_the_graph_reads_the_instruction_embedding_and_the_observation(tmp_path, config):
+    p = policy(**config)
+    session = onnx_session(export_onnx(p, tmp_path / "p.onnx"))
+    feeds = graph_inputs(p, example_observation(p, 2, np.random.default_rng(2)))
+    if "image" in feeds:  # a bright patch in a different corner per row: keypoints that differ
+        feeds["image"][:] = 0
+        feeds["image"][0, 4:14, 4:14] = 255
+        feeds["image"][1, 48:58, 48:58] = 255
+    (base,) = session.run([OUTPUT], feeds)
+    other = "image" if config["use_image"] else "egg"
+    for name in ("language", other):
+        changed = dict(feeds)
+        changed[name] = np.ascontiguousarray(feeds[name][::-1])  # swap the two rows' values
+        if name == "language":
+            changed[name] = -feeds[name]
+        (moved,) = session.run([OUTPUT], changed)
+        assert np.abs(moved - base).max() > 1e-3, name
+
+
+def test_parity_check_catches_a_graph_that_differs_from_the_policy(tmp_path):
+    p = policy(**STATE)
+    session = onnx_session(export_onnx(p, tmp_path / "p.onnx"))
+    with torch.no_grad():
+        p.head.means.bias.add_(0.5)  # the torch policy moves on; the export does not
+    with pytest.raises(ExportError, match="differ from torch"):
+        check_parity(p, session, example_observation(p, 4, np.random.default_rng(0)))
+
+
+def test_export_script_checks_parity_and_reports_latency(tmp_path):
+    policy(**STATE).save_pretrained(tmp_path / "ckpt")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "export_policy.py"),
+            str(tmp_path / "ckpt"),
+            "--repeats",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "ckpt" / "policy.onnx").stat().st_size > 10_000
+    rows = [
+        line for line in proc.stdout.splitlines() if line.startswith("| 1 |") or line.startswith("| 16 |")
+    ]
+    assert len(rows) == 2 and all(" ms |" in r for r in rows), proc.stdout
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "export_policy.py"), str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and "no such directory" in bad.stderr
