@@ -72,12 +72,9 @@ def continue_run(run_dir: Path, overrides: list[str]) -> int:
 
 
 def evaluate(run_dir: Path, tasks: int | None, checkpoint: Path | None) -> int:
-    import hydra
-
     from robo_coevolve.learn import evaluate_policy
     from robo_coevolve.policy import VLAPolicy
     from robo_coevolve.workspace.evolve import EvolveWorkspace
-    from robo_coevolve.workspace.explore import backend_config
 
     cfg = run_config(run_dir, [])
     workspace = EvolveWorkspace(cfg, run_dir, **_workspace_args(cfg))
@@ -88,9 +85,7 @@ def evaluate(run_dir: Path, tasks: int | None, checkpoint: Path | None) -> int:
         checkpoint = run_dir / state.checkpoint
     policy = VLAPolicy.from_pretrained(checkpoint)
     results = {}
-    with hydra.utils.instantiate(
-        backend_config(cfg.explore.backend), control_hz=cfg.env.control_hz
-    ) as backend:
+    with workspace.backend() as backend:
         for node in workspace.tree.nodes:
             n = tasks or node.eval_tasks
             ev = evaluate_policy(policy, node.distribution(), backend, n, seed=10_000)

@@ -370,7 +370,7 @@ class EvolutionLoop:
         limit = self.train.max_segments
 
         def data(skill: str) -> ChunkDataset | None:
-            segs = self.library.segments(skill)[-limit:]
+            segs = self.library.segments(skill, last=limit)  # reads only those
             return ChunkDataset.from_segments(segs, c.chunk, image) if segs else None
 
         current = data(node.skill)

@@ -138,12 +138,14 @@ class SkillLibrary:
                 raise IndexError(f"{skill} has {n} segment(s) in {self.root}: index {index} is out of range")
             return _load_demo(data[f"demo_{index}"], self.path(skill))
 
-    def segments(self, skill: str) -> list[Segment]:
-        """Every segment of ``skill``, in insertion order."""
+    def segments(self, skill: str, last: int | None = None) -> list[Segment]:
+        """Every segment of ``skill`` (or only the ``last`` ones), in insertion order."""
         with self._reading(skill) as data:
             if data is None:
                 return []
-            return [_load_demo(data[f"demo_{i}"], self.path(skill)) for i in range(_demo_count(data))]
+            n = _demo_count(data)
+            first = 0 if last is None else max(0, n - last)
+            return [_load_demo(data[f"demo_{i}"], self.path(skill)) for i in range(first, n)]
 
     def verify(self) -> dict[str, int]:
         """Check every skill file (opens as HDF5, schema version, datasets and their lengths,

@@ -82,6 +82,10 @@ class EvolveWorkspace:
                 raise ConfigError(f"budget.until names {name!r}: the skill tree's nodes are {names}")
         if not isinstance(self.train, TrainSettings) or not isinstance(self.budget, Budget):
             raise ConfigError("train and budget must build TrainSettings and Budget (check their _target_)")
+        try:
+            self.backend_config = backend_config(e.backend)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         self.refiner = build(cfg.refine, "refine")
         self.refine_successes = refine_successes
 
@@ -93,10 +97,12 @@ class EvolveWorkspace:
         c.get("explore", {}).pop("backend", None)
         return c
 
+    def backend(self):
+        """A new rollout backend as configured (``explore.backend``)."""
+        return hydra.utils.instantiate(self.backend_config, control_hz=self.cfg.env.control_hz)
+
     def run(self) -> dict:
-        backend = hydra.utils.instantiate(
-            backend_config(self.cfg.explore.backend), control_hz=self.cfg.env.control_hz
-        )
+        backend = self.backend()
         try:
             loop = EvolutionLoop(
                 self.tree,

@@ -216,3 +216,8 @@ def test_truncate_rolls_back_to_a_file_equal_to_one_that_never_held_the_rest(tmp
     assert again.skills() == [] and again.count("scoop") == 0
     with pytest.raises(ValueError, match="count"):
         again.truncate("scoop", -1)
+
+
+def test_segments_can_read_only_the_last_ones(library, segments):
+    assert [len(s) for s in library.segments("scoop", last=1)] == [len(segments["scoop"][1])]
+    assert len(library.segments("scoop", last=5)) == 2 and library.segments("catch", last=1) == []
