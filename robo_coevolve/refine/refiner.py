@@ -26,7 +26,7 @@ import numpy as np
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.refine.novelty import NoveltyGate
-from robo_coevolve.refine.segments import core_window, simulate_window, states_along
+from robo_coevolve.refine.segments import core_window, simulate_window, states_along, success_onset
 from robo_coevolve.refine.smoothing import mean_squared_jerk, smooth_actions
 from robo_coevolve.scoring import Scorer, Thresholds
 from robo_coevolve.segment import Segment
@@ -70,7 +70,11 @@ class Refiner:
         thresholds: scoring thresholds (as the trials were scored with).
         min_integrity: least integrity of a kept trial.
         efficiency_ratio: most window length and blade path, relative to the batch median.
-        margin_after: s kept after the success settles.
+        margin_after: s kept after the success settles; None keeps the rest of the trial. A
+            trial is judged at its end, so its tail shows what to do once the skill is done
+            (hold the egg, keep the blade off it); cloned from segments cut 0.2 s after the
+            success, a policy has no data for the rest of the episode and wanders there (measured
+            in the README's learner section).
         smooth: smooth the actions (False keeps the source actions; they are still replayed).
         smooth_window, smooth_polyorder: Savitzky-Golay settings (control steps, degree).
         novelty: a NoveltyGate or its arguments.
@@ -81,7 +85,7 @@ class Refiner:
         thresholds: Thresholds | Mapping | None = None,
         min_integrity: float = 0.9,
         efficiency_ratio: float = 2.0,
-        margin_after: float = 0.2,
+        margin_after: float | None = None,
         smooth: bool = True,
         smooth_window: int = 9,
         smooth_polyorder: int = 3,
@@ -95,7 +99,7 @@ class Refiner:
             raise ValueError(f"refine min_integrity={min_integrity} must be in [0, 1]")
         if efficiency_ratio < 1:
             raise ValueError(f"refine efficiency_ratio={efficiency_ratio} must be >= 1 (x the batch median)")
-        if margin_after < 0:
+        if margin_after is not None and margin_after < 0:
             raise ValueError(f"refine margin_after={margin_after} must be >= 0 s")
         self.thresholds = thresholds or Thresholds()
         self.min_integrity = min_integrity
@@ -134,16 +138,20 @@ class Refiner:
         windows = []
         for traj in gentle:
             scorer = Scorer(1.0 / traj.control_hz, self.thresholds)
-            window = core_window(traj, scorer, int(round(self.margin_after * traj.control_hz)))
+            margin = None if self.margin_after is None else int(round(self.margin_after * traj.control_hz))
+            window = core_window(traj, scorer, margin)
             if window is not None:
                 start, stop = window
+                # Efficiency is how long and how far the attempt went until it succeeded; the
+                # tail after it (holding, or the whole rest of the trial) is not part of that.
+                onset = max(success_onset(traj, scorer), start + 1)
                 path = float(
-                    np.linalg.norm(np.diff(traj.proprio[start : stop + 1, :3], axis=0), axis=1).sum()
+                    np.linalg.norm(np.diff(traj.proprio[start : onset + 1, :3], axis=0), axis=1).sum()
                 )
-                windows.append((traj, start, stop, path))
+                windows.append((traj, start, stop, onset - start, path))
         if windows:
-            lengths = np.array([stop - start for _, start, stop, _ in windows])
-            paths = np.array([w[3] for w in windows])
+            lengths = np.array([w[3] for w in windows])
+            paths = np.array([w[4] for w in windows])
             ok = (lengths <= self.efficiency_ratio * np.median(lengths)) & (
                 paths <= self.efficiency_ratio * np.median(paths) + 1e-9
             )
@@ -151,7 +159,7 @@ class Refiner:
         report.efficient = len(windows)
 
         survivors = []
-        for traj, start, stop, path in windows:
+        for traj, start, stop, _, path in windows:
             env = self._env(traj)
             states = states_along(traj, env)
             raw = traj.actions[start:stop]

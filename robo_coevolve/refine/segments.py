@@ -11,9 +11,9 @@
   a flip that fell back) and is pruned. A trial with no earlier attempt keeps its start: a policy
   cloned from the segment must be able to begin where an episode begins;
 
-and returns ``[attempt start, success onset + margin)``, which always covers the hold window
-that the success predicate checks. Blips out of the starting situation shorter than
-``BLIP_STEPS`` (a tremor of a resting egg) do not split the stretch.
+and returns ``[attempt start, success onset + margin)`` (by default to the trial's end), which
+always covers the hold window that the success predicate checks. Blips out of the starting
+situation shorter than ``BLIP_STEPS`` (a tremor of a resting egg) do not split the stretch.
 
 ``simulate_window`` runs the window's actions (the source's, or smoothed ones) from the source's
 state at the window's start, recording the full state at every step, so a Segment holds exactly
@@ -61,20 +61,29 @@ def _last_stretch_start(condition: np.ndarray) -> int:
     return int(before[-1]) + 1 if len(before) else 0
 
 
-def core_window(traj: Trajectory, scorer: Scorer, margin_after: int = 10) -> tuple[int, int] | None:
-    """``(start, stop)`` control steps of the core segment of a successful ``traj``, or None when
-    the trial did not succeed."""
-    skill = traj.task.skill
+def success_onset(traj: Trajectory, scorer: Scorer) -> int | None:
+    """First control step of the final, unbroken run of steps after which ``traj`` would count as
+    a success, or None when it did not succeed."""
     ev = scorer.events(traj.record())
-    holds = success_over_time(skill, ev, scorer.hold_steps, scorer.thresholds)
+    holds = success_over_time(traj.task.skill, ev, scorer.hold_steps, scorer.thresholds)
     if not len(holds) or not holds[-1]:
         return None
     broken = np.flatnonzero(~holds)
-    onset = int(broken[-1]) + 1 if len(broken) else 0
+    return int(broken[-1]) + 1 if len(broken) else 0
+
+
+def core_window(traj: Trajectory, scorer: Scorer, margin_after: int | None = None) -> tuple[int, int] | None:
+    """``(start, stop)`` control steps of the core segment of a successful ``traj``, or None when
+    the trial did not succeed; ``margin_after`` steps are kept after the success onset (None: the
+    rest of the trial)."""
+    onset = success_onset(traj, scorer)
+    if onset is None:
+        return None
+    ev = scorer.events(traj.record())
     first_held = max(0, onset - scorer.hold_steps + 1)  # the hold window must lie inside
-    ready = attempt_start_condition(skill, ev)[:first_held]
+    ready = attempt_start_condition(traj.task.skill, ev)[:first_held]
     start = min(_last_stretch_start(ready), first_held) if ready.any() else 0
-    stop = min(len(traj), onset + 1 + margin_after)
+    stop = len(traj) if margin_after is None else min(len(traj), onset + 1 + margin_after)
     return start, stop
 
 
