@@ -111,24 +111,27 @@ class TaskSynthesizer:
             object.__setattr__(self, "space", TaskSpace(self.space))
         object.__setattr__(self, "signal_weights", tuple(float(w) for w in self.signal_weights))
         checks = {
-            "new_per_round": self.new_per_round >= 0,
-            "proposals_per_weak": self.proposals_per_weak >= 0,
-            "rare_proposals": self.rare_proposals >= 0,
-            "step": self.step > 0,
-            "solve_trials": self.solve_trials >= 1,
-            "jitter": self.jitter >= 0,
-            "max_retries": self.max_retries >= 1,
-            "bandwidth": self.bandwidth > 0,
-            "floor": self.floor > 0,
-            "mastered": 0 < self.mastered <= 1,
-            "seed_share": 0 <= self.seed_share < 1,
-            "max_entries": self.max_entries >= 1,
-            "mass_range": 0 <= self.mass_range < 1,
-            "signal_weights": len(self.signal_weights) == 3 and min(self.signal_weights) >= 0,
+            "new_per_round": (self.new_per_round >= 0, ">= 0"),
+            "proposals_per_weak": (self.proposals_per_weak >= 0, ">= 0"),
+            "rare_proposals": (self.rare_proposals >= 0, ">= 0"),
+            "step": (self.step > 0, "> 0 (unit-cube units)"),
+            "solve_trials": (self.solve_trials >= 1, ">= 1"),
+            "jitter": (self.jitter >= 0, ">= 0"),
+            "max_retries": (self.max_retries >= 1, ">= 1"),
+            "bandwidth": (self.bandwidth > 0, "> 0"),
+            "floor": (self.floor > 0, "> 0"),
+            "mastered": (0 < self.mastered <= 1, "in (0, 1]"),
+            "seed_share": (0 <= self.seed_share < 1, "in [0, 1)"),
+            "max_entries": (self.max_entries >= 1, ">= 1"),
+            "mass_range": (0 <= self.mass_range < 1, "in [0, 1)"),
+            "signal_weights": (
+                len(self.signal_weights) == 3 and min(self.signal_weights) >= 0,
+                "three weights >= 0 (forgetting, boundary, rare)",
+            ),
         }
-        for name, ok in checks.items():
+        for name, (ok, allowed) in checks.items():
             if not ok:
-                raise ValueError(f"coevolve.synthesizer.{name}={getattr(self, name)!r} is out of range")
+                raise ValueError(f"coevolve.synthesizer.{name}={getattr(self, name)!r}: must be {allowed}")
 
     # ------------------------------------------------------------------ signals
     def signals(self, pool: TaskPool) -> list[dict[str, float]]:
