@@ -48,7 +48,8 @@ _GEOMETRY_GRID = {"pan_height": 0.005, "egg_size": 0.02}
 
 @dataclass
 class SynthesisReport:
-    """What one ``evolve`` round did; ``validation_trials`` are the solvability trials it ran."""
+    """What one ``evolve`` round did; ``validation_trials`` are the trials it ran (solvability
+    checks, and the adversary's policy episodes when one searched)."""
 
     proposed: int = 0
     invalid_spec: int = 0
@@ -59,6 +60,7 @@ class SynthesisReport:
     validation_trials: int = 0
     weak: list[dict[str, Any]] = field(default_factory=list)
     reasons: dict[str, int] = field(default_factory=dict)
+    adversary: dict[str, Any] | None = None  # the adversary's round (``AdversaryRound.to_dict``)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -149,11 +151,13 @@ class TaskSynthesizer:
         backend,
         rng: np.random.Generator,
         iteration: int,
+        adversarial: list[TaskSpec] | None = None,
     ) -> tuple[SynthesisReport, list[Trajectory]]:
         """One round (module docstring) on ``pool``, in place; ``modes`` are the node's primitive
         modes (unit-cube parameters) for the solvability check (None: nothing can be shown
-        solvable yet, so nothing is admitted). Returns the report and the solvability trials'
-        successes."""
+        solvable yet, so nothing is admitted); ``adversarial`` tasks (a ``TaskAdversary``'s
+        candidates) are validated first, by the same checks. Returns the report and the
+        solvability trials' successes."""
         report = SynthesisReport()
         weak = self.signals(pool)
         report.weak = [
@@ -162,7 +166,9 @@ class TaskSynthesizer:
         ]
         successes: list[Trajectory] = []
         if modes is not None and len(modes):
-            candidates = self._retries(pool, report) + self._proposals(pool, weak, rng, report)
+            adversary = [self._candidate(t, None, 0, "adversary", report) for t in adversarial or ()]
+            candidates = [c for c in adversary if c is not None]
+            candidates += self._retries(pool, report) + self._proposals(pool, weak, rng, report)
             for j, cand in enumerate(candidates):
                 if len(pool) >= self.max_entries or report.admitted >= self.new_per_round:
                     # Set-aside candidates not reached wait for the next round.
@@ -214,11 +220,13 @@ class TaskSynthesizer:
         return [c for c in out if c is not None]
 
     def _candidate(
-        self, base: TaskSpec, point: np.ndarray, parent: int, why: str, report: SynthesisReport
+        self, base: TaskSpec, point: np.ndarray | None, parent: int, why: str, report: SynthesisReport
     ) -> dict[str, Any] | None:
+        """A candidate dict for ``base`` moved to ``point`` (None: ``base`` itself), or None when
+        its TaskSpec is invalid (counted in ``report``)."""
         report.proposed += 1
         try:
-            task = self.space.task_at(base, point)
+            task = base if point is None else self.space.task_at(base, point)
             task = task.replace(
                 **{k: round(getattr(task, k) / g) * g for k, g in _GEOMETRY_GRID.items()}, seed=0
             )

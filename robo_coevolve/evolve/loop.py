@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from robo_coevolve.coevolve import TaskPool, TaskSynthesizer
+from robo_coevolve.coevolve import TaskAdversary, TaskPool, TaskSynthesizer
 from robo_coevolve.evolve import plots
 from robo_coevolve.evolve.run_state import (
     CHECKPOINTS,
@@ -113,9 +113,17 @@ class CoEvolveSettings:
     """Agent-data co-evolution (``robo_coevolve.coevolve``): with a ``synthesizer``, each node's
     exploration tasks come from its ``TaskPool``, which the synthesizer grows near the weak spots
     and re-weights every iteration after the node's first search; None keeps the node's own
-    distribution (uniform sampling). Evaluation tasks are the node's own held-out ones either way."""
+    distribution (uniform sampling). With an ``adversary`` too (the adversarial curriculum), each
+    round also searches the task parameters for what the current policy fails and offers those
+    tasks to the synthesizer, whose checks they must pass like any other (its policy episodes
+    count in the iteration's trials). Evaluation tasks are the node's own held-out ones either way."""
 
     synthesizer: TaskSynthesizer | None = None
+    adversary: TaskAdversary | None = None
+
+    def __post_init__(self) -> None:
+        if self.adversary is not None and self.synthesizer is None:
+            raise ValueError("coevolve.adversary needs coevolve.synthesizer (use coevolve=adversarial)")
 
     @property
     def enabled(self) -> bool:
@@ -352,7 +360,21 @@ class EvolutionLoop:
         pool = self._pool(node)
         if pool is None or info["modes"] is None:
             return None, []
-        report, successes = self.coevolve.synthesizer.evolve(pool, info["modes"], self.backend, rng, k)
+        synth, adversary = self.coevolve.synthesizer, self.coevolve.adversary
+        attack = None
+        if adversary is not None and self.policy is not None and self.state.trained_node == node.name:
+            attack = adversary.search(self.policy, pool, synth.space, self.backend, rng)
+        report, successes = synth.evolve(
+            pool,
+            info["modes"],
+            self.backend,
+            rng,
+            k,
+            adversarial=None if attack is None else attack.candidates,
+        )
+        if attack is not None:
+            report.adversary = attack.to_dict()
+            report.validation_trials += attack.episodes
         log.info(
             "iteration %d: %s task pool %d variants (+%d; %d invalid, %d set aside, %d validation trials)",
             k,
