@@ -2,14 +2,15 @@
 
 ``prefix_features`` summarises the first ``steps`` control steps of a trial: where the egg and
 the blade are at that moment (relative to the egg's start), how they move, what touches the egg,
-and aggregates over the prefix (highest egg, peak force, time on the blade, fastest spin). A
-``ValueModel`` (a two-layer MLP on standardised features, trained on past trials with torch) maps
-them to a probability of success. ``EarlyStop`` cuts a trial whose prediction falls below a
-threshold, calibrated on the training trials' successes so that at most ``cut_rate`` of them would
-have been cut.
+snapshots of the egg earlier in the prefix, and aggregates over it (highest egg, peak force, time
+on the blade, fastest spin). A ``ValueModel`` (a two-layer MLP on standardised features, trained
+on past trials with torch) maps them to a probability of success. ``EarlyStop`` judges a trial at
+one or more checkpoints (control steps) and cuts it at the first one where the prediction falls
+below that checkpoint's threshold; the thresholds are calibrated on held-back past successes so
+that at most ``cut_rate`` of them would have been cut over all checkpoints.
 
 ``physics_cost`` counts what a batch of trials costs with and without early stopping: a cut trial
-costs its prefix's physics steps, the others their full length. The prediction reads only the
+costs the physics steps up to its cut, the others their full length. Predictions read only the
 prefix, so the counts are the steps an explorer that stops there would spend.
 """
 
@@ -23,7 +24,8 @@ import torch
 
 from robo_coevolve.trajectory import Trajectory
 
-FEATURES = 27
+SNAPSHOTS = (0.25, 0.5, 0.75)  # fractions of the prefix where the egg is also described
+FEATURES = 27 + 5 * len(SNAPSHOTS)
 
 
 def prefix_features(traj: Trajectory, steps: int) -> np.ndarray:
@@ -34,8 +36,14 @@ def prefix_features(traj: Trajectory, steps: int) -> np.ndarray:
     last = {k: v[-1] for k, v in r.items()}
     blade_rel = last["blade_pos"] - last["egg_pos"]
     pose = np.nan_to_num(traj.proprio[min(steps, len(traj.proprio) - 1), :5])
+    n = len(r["egg_pos"])
+    snaps = []
+    for frac in SNAPSHOTS:
+        i = min(n - 1, int(frac * steps))
+        snaps += [*(r["egg_pos"][i] - egg0), r["egg_up"][i, 2], float(r["egg_on_blade"][i, 0] > 0)]
     out = np.concatenate(
         [
+            snaps,
             last["egg_pos"] - egg0,  # 3
             last["egg_up"],  # 3
             last["egg_linvel"],  # 3
@@ -66,7 +74,7 @@ class ValueModel:
         seed: torch seed of the initialisation (the same data and seed give the same model).
     """
 
-    def __init__(self, hidden: int = 64, steps: int = 600, lr: float = 3e-3, seed: int = 0):
+    def __init__(self, hidden: int = 32, steps: int = 400, lr: float = 3e-3, seed: int = 0):
         self.hidden, self.steps, self.lr, self.seed = hidden, steps, lr, seed
         self.mean = np.zeros(FEATURES, np.float32)
         self.std = np.ones(FEATURES, np.float32)
@@ -92,7 +100,7 @@ class ValueModel:
         )
         xt = torch.from_numpy((x - self.mean) / self.std)
         yt = torch.from_numpy(y)
-        opt = torch.optim.Adam(self.net.parameters(), lr=self.lr, weight_decay=1e-4)
+        opt = torch.optim.Adam(self.net.parameters(), lr=self.lr, weight_decay=1e-3)
         pos = float(y.mean())
         loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor((1 - pos) / pos))
         for _ in range(self.steps):
@@ -113,52 +121,65 @@ class ValueModel:
 
 @dataclass
 class EarlyStop:
-    """Cut trials whose predicted success after ``prefix_steps`` control steps is below
-    ``threshold``."""
+    """Judge trials at ``checkpoints`` (control steps, increasing) and cut each at the first one
+    where ``models[i]`` predicts success below ``thresholds[i]``."""
 
-    model: ValueModel
-    prefix_steps: int
-    threshold: float = 0.0
+    models: list[ValueModel]
+    checkpoints: list[int]
+    thresholds: list[float]
 
     @classmethod
     def train(
         cls,
         trajs: Sequence[Trajectory],
-        prefix_steps: int,
+        checkpoints: Sequence[int],
         cut_rate: float = 0.03,
         seed: int = 0,
         calibration: float = 0.3,
     ) -> EarlyStop:
-        """Fit on ``trajs`` (past trials) and set the threshold so that at most ``cut_rate`` of the
-        held-back ``calibration`` share of their successes would be cut."""
-        x = np.stack([prefix_features(t, prefix_steps) for t in trajs])
+        """Fit one model per checkpoint on ``trajs`` (past trials) and set the thresholds so that
+        at most ``cut_rate`` of the held-back ``calibration`` share of their successes would be
+        cut (``cut_rate / len(checkpoints)`` per checkpoint)."""
+        checkpoints = sorted(int(c) for c in checkpoints)
+        if not checkpoints or checkpoints[0] < 1:
+            raise ValueError(f"early stopping needs checkpoints >= 1 control step, got {checkpoints}")
         y = np.array([t.success for t in trajs], np.float32)
         order = np.random.default_rng(seed).permutation(len(trajs))
         n_cal = int(round(calibration * len(trajs)))
         cal, fit = order[:n_cal], order[n_cal:]
-        model = ValueModel(seed=seed).fit(x[fit], y[fit])
-        wins = model.predict(x[cal][y[cal] > 0])
-        threshold = float(np.quantile(wins, cut_rate)) if len(wins) else 0.0
-        return cls(model, prefix_steps, threshold)
+        wins = cal[y[cal] > 0]
+        models, thresholds = [], []
+        for c in checkpoints:
+            x = np.stack([prefix_features(t, c) for t in trajs])
+            model = ValueModel(seed=seed).fit(x[fit], y[fit])
+            p = model.predict(x[wins])
+            models.append(model)
+            thresholds.append(float(np.quantile(p, cut_rate / len(checkpoints))) if len(p) else 0.0)
+        return cls(models, checkpoints, thresholds)
 
-    def cuts(self, trajs: Sequence[Trajectory]) -> np.ndarray:
-        """(N,) bool: which trials are cut after their prefix."""
-        if not trajs:
-            return np.zeros(0, bool)
-        x = np.stack([prefix_features(t, self.prefix_steps) for t in trajs])
-        return self.model.predict(x) < self.threshold
+    def stops(self, trajs: Sequence[Trajectory]) -> np.ndarray:
+        """(N,) int: the control step at which each trial is cut, -1 for trials run to the end."""
+        out = np.full(len(trajs), -1)
+        for model, c, threshold in zip(self.models, self.checkpoints, self.thresholds, strict=True):
+            live = [i for i in range(len(trajs)) if out[i] < 0 and len(trajs[i]) > c]
+            if not live:
+                break
+            p = model.predict(np.stack([prefix_features(trajs[i], c) for i in live]))
+            for i, q in zip(live, p, strict=True):
+                if q < threshold:
+                    out[i] = c
+        return out
 
 
-def physics_cost(
-    trajs: Sequence[Trajectory], substeps: int, cut: np.ndarray | None = None, prefix_steps: int = 0
-) -> dict:
-    """Physics steps spent on ``trajs`` and per success found, with the trials flagged in ``cut``
-    (bool per trial; None: none) stopped after ``prefix_steps`` control steps. Returns ``trials``,
-    ``steps`` (physics steps), ``successes`` (found, i.e. not cut), ``cut``, ``cut_successes``
-    (true successes lost) and ``steps_per_success`` (inf without a success)."""
-    cut = np.zeros(len(trajs), bool) if cut is None else np.asarray(cut, bool)
+def physics_cost(trajs: Sequence[Trajectory], substeps: int, stops: np.ndarray | None = None) -> dict:
+    """Physics steps spent on ``trajs`` and per success found, each trial stopped at its
+    ``stops`` control step (-1: run to its end; None: none cut). Returns ``trials``, ``steps``
+    (physics steps), ``successes`` (found, i.e. not cut), ``cut``, ``cut_successes`` (true
+    successes lost) and ``steps_per_success`` (inf without a success)."""
     lengths = np.array([len(t) for t in trajs])
-    spent = np.where(cut, np.minimum(lengths, prefix_steps), lengths) * substeps
+    stops = np.full(len(trajs), -1) if stops is None else np.asarray(stops)
+    cut = stops >= 0
+    spent = np.where(cut, np.minimum(lengths, stops), lengths) * substeps
     success = np.array([t.success for t in trajs], bool)
     found = int((success & ~cut).sum())
     return {

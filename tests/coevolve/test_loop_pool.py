@@ -109,3 +109,65 @@ def test_rollback_removes_the_pools_of_uncommitted_iterations(tmp_path):
     state = RunState(iteration=2, pools={"scoop": "coevolve/scoop_0002.json"})
     rollback(tmp_path, state, SkillLibrary(tmp_path / "library"))
     assert sorted(p.name for p in (tmp_path / "coevolve").iterdir()) == ["scoop_0001.json", "scoop_0002.json"]
+
+
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        (["coevolve=default", "coevolve.synthesizer.step=-1"], ["coevolve", "step=-1", "> 0"]),
+        (["coevolve=default", "coevolve.synthesizer.space.egg_mass=[0.01,0.5]"], ["egg_mass", "0.5"]),
+        (["coevolve=adversarial", "coevolve.adversary.episodes=0"], ["coevolve", "episodes"]),
+    ],
+)
+def test_a_bad_coevolve_override_fails_when_the_job_is_built(tmp_path, overrides, words):
+    from hydra import compose, initialize_config_dir
+
+    from robo_coevolve.resources import conf_dir
+    from robo_coevolve.workspace.evolve import ConfigError, EvolveWorkspace
+
+    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    with pytest.raises(ConfigError) as e:
+        EvolveWorkspace(cfg, tmp_path / "run")
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_coevolve_is_off_by_default(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from robo_coevolve.resources import conf_dir
+    from robo_coevolve.workspace.evolve import EvolveWorkspace
+
+    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+        cfg = compose("config")
+    assert not EvolveWorkspace(cfg, tmp_path / "run").coevolve.enabled
+
+
+def test_the_adversarial_curriculum_runs_in_the_loop(tmp_path):
+    run_dir = tmp_path / "run"
+    tiny = [o for o in TINY if not o.startswith(("coevolve=", "budget.iterations"))]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "robo_coevolve",
+            f"hydra.run.dir={run_dir}",
+            *tiny,
+            "coevolve=adversarial",
+            "coevolve.adversary.population=4",
+            "coevolve.adversary.episodes=1",
+            "budget.iterations=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = metrics(run_dir)
+    attack = rows[1]["explore"]["coevolve"]["adversary"]
+    assert attack["episodes"] == attack["tried"] >= 1
+    assert rows[1]["explore"]["coevolve"]["validation_trials"] >= attack["episodes"]
+    pool = TaskPool.load(run_dir / RunState.load(run_dir).pools["scoop"])
+    # only tasks the primitives solved entered the pool
+    assert all(any(s for _, s in e.outcomes) for e in pool.entries if e.origin == "adversary")

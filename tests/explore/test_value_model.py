@@ -47,16 +47,27 @@ def test_prefix_features_read_only_the_prefix(trials):
 def test_hopeless_trials_are_cut_and_successes_kept(trials):
     train, test = trials
     assert any(t.success for t in train) and not any(t.success for t in train[40:])
-    stop = EarlyStop.train(train, prefix_steps=25, cut_rate=0.0)
-    cut = stop.cuts(test)
-    assert cut[40:].all()  # the idle spatula is judged hopeless after 0.5 s
+    stop = EarlyStop.train(train, checkpoints=[25], cut_rate=0.0)
+    stops = stop.stops(test)
+    assert (stops[40:] == 25).all()  # the idle spatula is judged hopeless after 0.5 s
     base = physics_cost(test, 10)
-    with_cut = physics_cost(test, 10, cut, 25)
+    with_cut = physics_cost(test, 10, stops)
     # 80 training trials are few: the calibrated threshold still loses some scoops (the benchmark
     # measures the real trade-off on thousands of search trials)
     assert with_cut["cut_successes"] <= 0.3 * base["successes"]
     assert with_cut["steps_per_success"] < 0.8 * base["steps_per_success"]
     assert base["steps"] == sum(len(t) for t in test) * 10 and base["cut"] == 0
+
+
+def test_a_cascade_cuts_each_trial_once_at_its_first_failing_checkpoint(trials):
+    train, test = trials
+    stop = EarlyStop.train(train, checkpoints=[50, 25], cut_rate=0.0)
+    assert stop.checkpoints == [25, 50] and len(stop.thresholds) == 2
+    stops = stop.stops(test)
+    assert set(stops.tolist()) <= {-1, 25, 50}
+    cost = physics_cost(test, 10, stops)
+    lengths = np.array([len(t) for t in test])
+    assert cost["steps"] == int(np.where(stops >= 0, stops, lengths).sum()) * 10
 
 
 def test_a_value_model_needs_both_outcomes():
