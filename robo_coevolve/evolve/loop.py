@@ -36,13 +36,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from robo_coevolve.coevolve import TaskAdversary, TaskPool, TaskSynthesizer
 from robo_coevolve.evolve import plots
 from robo_coevolve.evolve.run_state import (
     CHECKPOINTS,
     METRICS_FILE,
+    POOLS,
     RunState,
     checkpoint_name,
     config_differences,
+    pool_name,
     rollback,
 )
 from robo_coevolve.evolve.schedule import ExploreSchedule
@@ -124,6 +127,28 @@ class TrainSettings:
 
 
 @dataclass(frozen=True)
+class CoEvolveSettings:
+    """Agent-data co-evolution (``robo_coevolve.coevolve``): with a ``synthesizer``, each node's
+    exploration tasks come from its ``TaskPool``, which the synthesizer grows near the weak spots
+    and re-weights every iteration after the node's first search; None keeps the node's own
+    distribution (uniform sampling). With an ``adversary`` too (the adversarial curriculum), each
+    round also searches the task parameters for what the current policy fails and offers those
+    tasks to the synthesizer, whose checks they must pass like any other (its policy episodes
+    count in the iteration's trials). Evaluation tasks are the node's own held-out ones either way."""
+
+    synthesizer: TaskSynthesizer | None = None
+    adversary: TaskAdversary | None = None
+
+    def __post_init__(self) -> None:
+        if self.adversary is not None and self.synthesizer is None:
+            raise ValueError("coevolve.adversary needs coevolve.synthesizer (use coevolve=adversarial)")
+
+    @property
+    def enabled(self) -> bool:
+        return self.synthesizer is not None
+
+
+@dataclass(frozen=True)
 class VideoSettings:
     every: int = 1  # iterations between videos (0: none)
     camera: str = "overview"
@@ -148,6 +173,7 @@ class EvolutionLoop:
         refine_successes: most (latest) successes refined per iteration.
         video: per-iteration videos of the node's evaluation (best success and a typical failure).
         config: the resolved run config (stored; a resume with a different one is refused).
+        coevolve: task co-evolution (off by default).
     """
 
     def __init__(
@@ -165,6 +191,7 @@ class EvolutionLoop:
         refine_successes: int = 300,
         video: VideoSettings = VideoSettings(),
         config: dict[str, Any] | None = None,
+        coevolve: CoEvolveSettings = CoEvolveSettings(),
     ):
         if budget.until is not None:
             for name in budget.until:
@@ -184,6 +211,8 @@ class EvolutionLoop:
         self.refine_successes = refine_successes
         self.video = video
         self.config = config or {}
+        self.coevolve = coevolve
+        self.pools: dict[str, TaskPool] = {}
         self.policy: VLAPolicy | None = None
         self.library: SkillLibrary | None = None
         self.state = RunState()
@@ -228,6 +257,7 @@ class EvolutionLoop:
             return
         self.state = saved
         self.tree.load_progress(saved.tree)
+        self.pools = {name: TaskPool.load(self.output_dir / path) for name, path in saved.pools.items()}
         if saved.checkpoint is not None:
             self.policy = VLAPolicy.from_pretrained(self.output_dir / saved.checkpoint)
         log.info("resuming %s after iteration %d", self.output_dir, saved.iteration)
@@ -253,8 +283,10 @@ class EvolutionLoop:
         info = self.state.nodes[node.name]
         log.info("iteration %d: %s", k, node.name)
 
-        # 1-2. explore, scored by physics
-        successes, explored = self._explore(node, info, rng, k)
+        # 0. co-evolve the tasks (after the node's first search), then 1-2. explore, scored by physics
+        synthesis, made = self._synthesize(node, info, rng, k)
+        successes, explored = self._explore(node, info, rng, k, synthesis)
+        successes = made + successes
         # 3-4. refine and store
         bank = [m["meta"]["features"] for m in self.library.metadata(node.skill) if "features" in m["meta"]]
         segments, report = self.refiner.refine(
@@ -274,6 +306,10 @@ class EvolutionLoop:
                 evaluations[n.name] = evaluate_policy(
                     self.policy, n.distribution(), self.backend, n.eval_tasks, seed=self._eval_seed(n)
                 )
+            for name, ev in evaluations.items():
+                if name in self.pools:  # held-out outcomes feed the node's own variant (forgetting)
+                    for t in ev.trajectories:
+                        self.pools[name].record(0, t.success, k)
             mastered = self.tree.record(node.name, k, evaluations[node.name].success_rate)
             for n in self.tree.ancestors(node.name):
                 self.tree.record(n.name, k, evaluations[n.name].success_rate)
@@ -285,6 +321,7 @@ class EvolutionLoop:
         videos = self._videos(node, evaluations[node.name].trajectories, k) if evaluations else {}
         info["trials"] += explored["trials"]
         info["iterations"] += 1
+        pools = self._save_pools(k)
         self.state.trials += explored["trials"]
         record = {
             "iteration": k,
@@ -316,7 +353,9 @@ class EvolutionLoop:
         self.state.checkpoint = checkpoint
         self.state.trained_node = node.name if fit is not None else self.state.trained_node
         self.state.elapsed_s += time.perf_counter() - start
+        self.state.pools = pools
         self.state.save(self.output_dir)
+        self._prune_pools(k)
         self._plots()
         log.info(
             "iteration %d: %s policy success %s, %d trials (%d successes), library %s, %.0f s%s",
@@ -331,52 +370,153 @@ class EvolutionLoop:
         )
         return record
 
-    def _explore(self, node: SkillNode, info: dict, rng: np.random.Generator, k: int) -> tuple[list, dict]:
-        tasks = node.distribution()
+    # ------------------------------------------------------------------ co-evolution
+    def _pool(self, node: SkillNode) -> TaskPool | None:
+        """The node's task pool (made from its own distribution on first use); None when off."""
+        if not self.coevolve.enabled:
+            return None
+        if node.name not in self.pools:
+            self.pools[node.name] = TaskPool.seeded(node.distribution())
+        return self.pools[node.name]
+
+    def _synthesize(self, node: SkillNode, info: dict, rng: np.random.Generator, k: int):
+        """One synthesis round on the node's pool once its first search found modes: (report,
+        the successes of its solvability trials); (None, []) when off or before that."""
+        pool = self._pool(node)
+        if pool is None or info["modes"] is None:
+            return None, []
+        synth, adversary = self.coevolve.synthesizer, self.coevolve.adversary
+        attack = None
+        if adversary is not None and self.policy is not None and self.state.trained_node == node.name:
+            attack = adversary.search(self.policy, pool, synth.space, self.backend, rng)
+        report, successes = synth.evolve(
+            pool,
+            info["modes"],
+            self.backend,
+            rng,
+            k,
+            adversarial=None if attack is None else attack.candidates,
+        )
+        if attack is not None:
+            report.adversary = attack.to_dict()
+            report.validation_trials += attack.episodes
+        log.info(
+            "iteration %d: %s task pool %d variants (+%d; %d invalid, %d set aside, %d validation trials)",
+            k,
+            node.name,
+            len(pool),
+            report.admitted,
+            report.invalid_spec + report.invalid_physics,
+            report.set_aside,
+            report.validation_trials,
+        )
+        return report, successes
+
+    def _draw(self, node: SkillNode, rng: np.random.Generator, n: int) -> tuple[list, list[int | None]]:
+        """``n`` exploration tasks and the pool entry each came from (None: the node's own
+        distribution, coevolution off)."""
+        pool = self._pool(node)
+        if pool is None:
+            return node.distribution().sample_many(rng, n), [None] * n
+        return pool.sample(rng, n)
+
+    def _record(self, node: SkillNode, trajs: list, entries: list[int | None], k: int) -> None:
+        pool = self._pool(node)
+        if pool is None:
+            return
+        space = self.coevolve.synthesizer.space
+        for t, i in zip(trajs, entries, strict=True):
+            pool.record(i, t.success, k, space.features(t.task))
+
+    def _save_pools(self, k: int) -> dict[str, str]:
+        """Write every pool as of iteration ``k`` (before the commit point); returns the paths."""
+        out = {}
+        for name, pool in self.pools.items():
+            path = pool.save(self.output_dir / POOLS / pool_name(name, k))
+            out[name] = str(path.relative_to(self.output_dir))
+        return out
+
+    def _prune_pools(self, k: int) -> None:
+        """Once iteration ``k`` is committed, drop the pool files of earlier iterations."""
+        folder = self.output_dir / POOLS
+        keep = set(self.state.pools.values())
+        for name in self.pools:
+            for j in range(max(0, k - 3), k):
+                path = folder / pool_name(name, j)
+                if str(path.relative_to(self.output_dir)) not in keep:
+                    path.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ exploration
+    def _explore(
+        self, node: SkillNode, info: dict, rng: np.random.Generator, k: int, synthesis=None
+    ) -> tuple[list, dict]:
         meta = {"iteration": k, "node": node.name}
+        pool = self._pool(node)
         if info["modes"] is None:
             s = self.search
             search = PrimitiveSearch(
-                tasks,
+                node.distribution(),
                 self.backend,
                 seed=int(rng.integers(2**31)),
                 population=s.population,
                 **(s.cem or {}),
             )
-            result = search.run(s.budget, target=s.target, patience=s.patience, select_trials=s.select_trials)
+            # A node's pool starts as its own distribution, which is what the search draws from.
+            record = (
+                None if pool is None else (lambda _, trajs: self._record(node, trajs, [0] * len(trajs), k))
+            )
+            result = search.run(
+                s.budget,
+                target=s.target,
+                patience=s.patience,
+                select_trials=s.select_trials,
+                on_generation=record,
+            )
             successes = result.successes
             if successes:  # else the next iteration searches again, from other seeds
                 info["modes"] = [np.asarray(m).tolist() for m in result.modes]
                 info["best_params"] = np.asarray(result.best_params).tolist()
-            return successes, {
+            out = {
                 "kind": "search",
                 "trials": result.trials,
                 "successes": len(successes),
                 "search_success": result.success_rate,
             }
+            if pool is not None:
+                out["coevolve"] = {"pool": len(pool)}
+            return successes, out
         n_primitive, n_policy = self.schedule.split(self.tree.latest_success(node.name))
+        validation = 0 if synthesis is None else synthesis.validation_trials
+        if validation:
+            # The synthesizer's solvability trials come out of the iteration's trial budget.
+            total = n_primitive + n_policy
+            left = max(total // 2, total - validation)
+            n_primitive = int(round(n_primitive * left / total))
+            n_policy = left - n_primitive
         trajs = []
         if n_primitive:
             params = self.schedule.primitive_params(info["modes"], n_primitive, rng)
-            drawn = tasks.sample_many(rng, n_primitive)
+            drawn, entries = self._draw(node, rng, n_primitive)
             trials = [
                 Trial(t, PrimitivePlan(p), {**meta, "source": "primitive"})
                 for t, p in zip(drawn, params, strict=True)
             ]
             trajs += self.backend.run_trials(trials)
+            self._record(node, trajs, entries, k)
         policy_trajs = []
         if n_policy:
-            drawn = tasks.sample_many(rng, n_policy)
+            drawn, entries = self._draw(node, rng, n_policy)
             seeds = rng.integers(2**31 - 1, size=n_policy)
             episodes = [
                 PolicyEpisode(t, self.schedule.noise(i), int(s), {**meta, "source": "policy"})
                 for i, (t, s) in enumerate(zip(drawn, seeds, strict=True))
             ]
             policy_trajs = self.backend.run_policy(self.policy, episodes)
+            self._record(node, policy_trajs, entries, k)
         successes = [t for t in trajs + policy_trajs if t.success]
-        return successes, {
+        out = {
             "kind": "mixed" if n_policy and n_primitive else ("policy" if n_policy else "primitives"),
-            "trials": n_primitive + n_policy,
+            "trials": n_primitive + n_policy + validation,
             "successes": len(successes),
             "primitive_trials": n_primitive,
             "primitive_success": float(np.mean([t.success for t in trajs])) if trajs else None,
@@ -385,6 +525,13 @@ class EvolutionLoop:
             if policy_trajs
             else None,
         }
+        if pool is not None:
+            out["coevolve"] = {
+                "pool": len(pool),
+                "weights": [round(float(w), 4) for w in pool.weights()],
+                **(synthesis.to_dict() if synthesis is not None else {}),
+            }
+        return successes, out
 
     def _train(self, node: SkillNode, rng: np.random.Generator, k: int) -> dict:
         torch.manual_seed(int(rng.integers(2**31)))
@@ -514,4 +661,5 @@ class EvolutionLoop:
                 for name, info in self.state.nodes.items()
             },
             "budget": asdict(self.budget),
+            "task_pools": {name: len(pool) for name, pool in self.pools.items()},
         }

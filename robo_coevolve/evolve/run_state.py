@@ -22,6 +22,17 @@ from robo_coevolve.library.skill_library import SkillLibrary, replace_durably
 STATE_FILE = "state.json"
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINTS = "checkpoints"
+POOLS = "coevolve"  # task pools of co-evolution, one file per node and iteration
+
+
+def pool_name(node: str, iteration: int) -> str:
+    return f"{node}_{iteration:04d}.json"
+
+
+def _pool_iteration(name: str) -> int | None:
+    stem = name.removesuffix(".json")
+    tail = stem.rpartition("_")[2]
+    return int(tail) if name.endswith(".json") and tail.isdigit() else None
 
 
 def checkpoint_name(iteration: int) -> str:
@@ -43,6 +54,8 @@ class RunState:
         trials: trials run so far, all nodes.
         elapsed_s: wall time spent in completed iterations.
         config: the run's resolved config (without its budget), to refuse resuming another run.
+        pools: per node, the task pool file of this iteration (relative to the run directory;
+            co-evolution only).
     """
 
     iteration: int = 0
@@ -54,6 +67,7 @@ class RunState:
     trials: int = 0
     elapsed_s: float = 0.0
     config: dict[str, Any] = field(default_factory=dict)
+    pools: dict[str, str] = field(default_factory=dict)
 
     def save(self, run_dir: str | Path) -> None:
         """Write ``state.json`` atomically (the iteration's commit point)."""
@@ -80,8 +94,8 @@ class RunState:
 
 def rollback(run_dir: str | Path, state: RunState | None, library: SkillLibrary) -> dict[str, int]:
     """Undo what iterations after ``state`` left in ``run_dir``: library segments beyond the
-    saved counts, metrics lines of later iterations, later checkpoints. Returns the segments
-    removed per skill."""
+    saved counts, metrics lines of later iterations, later checkpoints and task pools. Returns the
+    segments removed per skill."""
     run_dir = Path(run_dir)
     done = 0 if state is None else state.iteration
     counts = {} if state is None else state.library
@@ -106,6 +120,12 @@ def rollback(run_dir: str | Path, state: RunState | None, library: SkillLibrary)
             )
             if stale:
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
+    pools = run_dir / POOLS
+    if pools.is_dir():
+        for path in pools.iterdir():
+            k = _pool_iteration(path.name)
+            if path.name.startswith(".") or (k is not None and k > done):
+                path.unlink()
     train = run_dir / "train"
     if train.is_dir():
         for path in train.iterdir():

@@ -101,3 +101,17 @@ class NoveltyGate:
             admitted.append(seg)
             bank = np.vstack([bank, feats[i]])
         return admitted, rejected
+
+
+def mean_pairwise_distance(features: np.ndarray, max_points: int = 2000, seed: int = 0) -> float:
+    """The diversity of a set of segments: mean RMS feature distance over all pairs of rows of
+    ``features`` (N, F) (a seeded subsample of ``max_points`` rows for large N); 0 for N < 2."""
+    f = np.asarray(features, np.float64)
+    if len(f) < 2:
+        return 0.0
+    if len(f) > max_points:
+        f = f[np.random.default_rng(seed).choice(len(f), max_points, replace=False)]
+    sq = (f**2).sum(1)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * f @ f.T, 0.0) / f.shape[1]
+    iu = np.triu_indices(len(f), 1)
+    return float(np.sqrt(d2[iu]).mean())

@@ -2,9 +2,9 @@
 
 Every component is built here, before any work starts, so a bad override fails in a second with
 a message naming it: the skill tree (``skill_tree``), the policy (``policy``), behaviour cloning
-(``train``), the explorer's search and schedule (``explore``), the refiner (``refine``) and the
-budget (``budget``). The run directory then receives what ``EvolutionLoop`` writes; running the
-job again on the same directory resumes it.
+(``train``), the explorer's search and schedule (``explore``), the refiner (``refine``), task
+co-evolution (``coevolve``) and the budget (``budget``). The run directory then receives what
+``EvolutionLoop`` writes; running the job again on the same directory resumes it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,14 @@ import hydra
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
-from robo_coevolve.evolve.loop import Budget, EvolutionLoop, SearchSettings, TrainSettings, VideoSettings
+from robo_coevolve.evolve.loop import (
+    Budget,
+    CoEvolveSettings,
+    EvolutionLoop,
+    SearchSettings,
+    TrainSettings,
+    VideoSettings,
+)
 from robo_coevolve.workspace.explore import backend_config
 
 log = logging.getLogger(__name__)
@@ -58,6 +65,11 @@ class EvolveWorkspace:
         self.train = build(cfg.train, "train")
         self.schedule = build(e.schedule, "explore.schedule")
         self.budget = build(cfg.budget, "budget")
+        self.coevolve = build(cfg.coevolve, "coevolve") if "coevolve" in cfg else CoEvolveSettings()
+        if not isinstance(self.coevolve, CoEvolveSettings):
+            raise ConfigError(
+                "coevolve must build CoEvolveSettings (check its _target_): use coevolve=default or off"
+            )
         try:
             self.search = SearchSettings(
                 budget=int(e.budget),
@@ -118,6 +130,7 @@ class EvolveWorkspace:
                 refine_successes=self.refine_successes,
                 video=self.video,
                 config=self.stored_config(),
+                coevolve=self.coevolve,
             )
             summary = loop.run()
         finally:

@@ -116,3 +116,13 @@ def test_replay_helper_still_matches():  # the refiner relies on exact replay of
     traj = jittery_scoop(0)
     again = replay(traj)
     np.testing.assert_array_equal(again.sensors, traj.sensors)
+
+
+def test_mean_pairwise_distance_measures_the_spread_of_features():
+    from robo_coevolve.refine.novelty import mean_pairwise_distance
+
+    copies = np.zeros((50, 4))
+    spread = np.random.default_rng(0).normal(0.0, 1.0, size=(50, 4))
+    assert mean_pairwise_distance(copies) == 0.0 and mean_pairwise_distance(copies[:1]) == 0.0
+    pairs = [np.sqrt(np.mean((a - b) ** 2)) for i, a in enumerate(spread) for b in spread[i + 1 :]]
+    assert mean_pairwise_distance(spread) == pytest.approx(np.mean(pairs))

@@ -1,0 +1,118 @@
+"""The library's diversity over iterations, with the refiner's novelty pressure on and off.
+
+    python benchmarks/diversity_report.py RUN_DIR [--iterations 6] [--trials 300]
+
+Replays the data side of the evolution loop of a finished run (``python -m robo_coevolve ...``):
+both libraries start from the run's first-iteration segments; then each iteration k runs the
+loop's exploration with the run's own policy checkpoint of iteration k - 1 (the last one for
+iterations past the run), its schedule (noisy policy episodes and primitives around the search's
+modes, ``explore.schedule``) and fresh seeds, refines the successes once (filters, core segment,
+smoothing, replay), and stores them into two libraries:
+
+- **penalty on**: through the run's novelty gate (``refine.novelty``: rank by
+  ``success - penalty * similarity``, admit at ``min_distance`` or more from all stored);
+- **penalty off**: every refined segment (``min_distance=0, penalty=0``).
+
+The gate is the refiner's last step, so both libraries see the same segments. Printed per
+iteration: segments stored and diversity (``refine.novelty.mean_pairwise_distance`` of the
+stored segments' features) of each library. The policy does not learn from these libraries,
+so this isolates what the gate does to the data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import hydra  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from robo_coevolve.evolve.run_state import RunState, checkpoint_name  # noqa: E402
+from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
+from robo_coevolve.explore.closed_loop import PolicyEpisode  # noqa: E402
+from robo_coevolve.explore.open_loop import Trial  # noqa: E402
+from robo_coevolve.explore.plans import PrimitivePlan  # noqa: E402
+from robo_coevolve.library import SkillLibrary  # noqa: E402
+from robo_coevolve.policy import VLAPolicy  # noqa: E402
+from robo_coevolve.refine import NoveltyGate, Refiner  # noqa: E402
+from robo_coevolve.refine.novelty import mean_pairwise_distance  # noqa: E402
+from robo_coevolve.skill_tree import SkillTree  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--node", default="scoop")
+    ap.add_argument("--iterations", type=int, default=6, help="last iteration replayed (from 2)")
+    ap.add_argument("--trials", type=int, default=300, help="per iteration")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    state = RunState.load(args.run_dir)
+    cfg = state.config
+    node = SkillTree.from_config(cfg["skill_tree"]["nodes"]).node(args.node)
+    schedule = hydra.utils.instantiate(cfg["explore"]["schedule"])
+    refine_cfg = copy.deepcopy(cfg["refine"])
+    gate = NoveltyGate(**refine_cfg["novelty"])
+    refine_cfg["novelty"] = {"min_distance": 0.0, "penalty": 0.0, "scale": gate.scale}
+    refiner: Refiner = hydra.utils.instantiate(refine_cfg, _convert_="all")
+    modes = state.nodes[args.node]["modes"]
+    meta = SkillLibrary(args.run_dir / "library", create=False).metadata(node.skill)
+    first = np.array([m["meta"]["features"] for m in meta if m["meta"].get("iteration") == 1])
+    banks = {"on": first.copy(), "off": first.copy()}
+    curve = [{"iteration": 1, **{f"{k}_{n}": v for n in banks for k, v in stats(banks[n]).items()}}]
+    print(f"iteration 1: {len(first)} segments, diversity {mean_pairwise_distance(first):.3f} (both)")
+    with LocalBackend(workers=args.workers, control_hz=float(cfg["env"]["control_hz"])) as backend:
+        for k in range(2, args.iterations + 1):
+            ckpt = checkpoint_name(min(k - 1, state.iteration))
+            policy = VLAPolicy.from_pretrained(args.run_dir / "checkpoints" / ckpt)
+            rng = np.random.default_rng(np.random.SeedSequence([4242, k]))
+            tasks = node.distribution()
+            n_primitive = int(round(schedule.primitive_share * args.trials))
+            n_policy = args.trials - n_primitive
+            params = schedule.primitive_params(modes, n_primitive, rng)
+            drawn = tasks.sample_many(rng, n_primitive)
+            trials = [Trial(t, PrimitivePlan(p)) for t, p in zip(drawn, params, strict=True)]
+            trajs = backend.run_trials(trials)
+            seeds = rng.integers(2**31 - 1, size=n_policy)
+            episodes = [
+                PolicyEpisode(t, schedule.noise(i), int(s))
+                for i, (t, s) in enumerate(zip(tasks.sample_many(rng, n_policy), seeds, strict=True))
+            ]
+            trajs += backend.run_policy(policy, episodes)
+            wins = [t for t in trajs if t.success][-300:]
+            segments, report = refiner.refine(wins, banks["off"], iteration=k)
+            banks["off"] = np.vstack([banks["off"], [s.meta["features"] for s in segments]])
+            admitted, _ = gate.admit(segments, banks["on"])
+            if admitted:
+                banks["on"] = np.vstack([banks["on"], [s.meta["features"] for s in admitted]])
+            row = {"iteration": k, "checkpoint": ckpt, "successes": len(wins), "refined": len(segments)}
+            for n in banks:
+                row.update({f"{key}_{n}": v for key, v in stats(banks[n]).items()})
+            curve.append(row)
+            print(json.dumps(row), flush=True)
+    refiner.close()
+    print("\n| iteration | stored, penalty on | diversity, on | stored, penalty off | diversity, off |")
+    print("|--:|--:|--:|--:|--:|")
+    for r in curve:
+        print(
+            f"| {r['iteration']} | {r['stored_on']} | {r['diversity_on']:.3f} | {r['stored_off']} | "
+            f"{r['diversity_off']:.3f} |"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(curve, indent=1))
+
+
+def stats(bank: np.ndarray) -> dict:
+    return {"stored": len(bank), "diversity": mean_pairwise_distance(bank)}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,282 @@
+"""TaskSynthesizer: new task variants near the weak spots, validated in the simulator.
+
+One ``evolve`` round over a ``TaskPool``:
+
+1. **signals** per variant (``signals.weakness``): forgetting and boundary from its outcomes,
+   rarity of its point in the ``TaskSpace`` among the points trials visited;
+2. **proposals**: for the weakest variants, perturbations of their parameters (Gaussian steps in
+   the unit cube, clipped to the space's bounds); and points of the space's rarest regions (the
+   least visited of a batch of uniform draws);
+3. **validation**, in order, each candidate stopping at the first failure:
+   - the TaskSpec itself (``TaskSpecError``: e.g. an egg off the pan) -> rejected;
+   - ``check_physics`` (penetration, non-finite state, an egg that will not stay put) -> rejected;
+   - **solvability**: ``solve_trials`` primitive trials around the node's known modes; at least
+     one success admits it, else it is set aside and retried in later rounds (at most
+     ``max_retries`` times), when the modes have moved on;
+4. **weights**: every variant gets ``floor + weakness``; a variant mastered recently (success
+   >= ``mastered`` over its last iteration) gets ``floor``; the node's own distribution (entry 0)
+   keeps at least ``seed_share`` of the sampling mass, so the standard tasks are never starved.
+
+The successes of the solvability trials are real trials on the new variants: ``evolve`` returns
+them, for the caller to refine like any other success.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from robo_coevolve.coevolve import signals
+from robo_coevolve.coevolve.physical_check import check_physics
+from robo_coevolve.coevolve.task_pool import PoolEntry, TaskPool
+from robo_coevolve.coevolve.task_space import TaskSpace
+from robo_coevolve.explore.open_loop import Trial
+from robo_coevolve.explore.plans import PrimitivePlan
+from robo_coevolve.task_distribution import TaskDistribution
+from robo_coevolve.task_spec import TaskSpec, TaskSpecError
+from robo_coevolve.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
+
+# Geometry is compiled into the MuJoCo model: a coarse grid keeps the number of distinct models small.
+_GEOMETRY_GRID = {"pan_height": 0.005, "egg_size": 0.02}
+
+
+@dataclass
+class SynthesisReport:
+    """What one ``evolve`` round did; ``validation_trials`` are the trials it ran (solvability
+    checks, and the adversary's policy episodes when one searched)."""
+
+    proposed: int = 0
+    invalid_spec: int = 0
+    invalid_physics: int = 0
+    set_aside: int = 0
+    retried: int = 0
+    admitted: int = 0
+    validation_trials: int = 0
+    weak: list[dict[str, Any]] = field(default_factory=list)
+    reasons: dict[str, int] = field(default_factory=dict)
+    adversary: dict[str, Any] | None = None  # the adversary's round (``AdversaryRound.to_dict``)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass(frozen=True)
+class TaskSynthesizer:
+    """See the module docstring.
+
+    Args:
+        space: the bounded task parameters varied.
+        new_per_round: most variants admitted per round (proposals beyond are not validated).
+        proposals_per_weak: perturbations proposed around each weak variant.
+        weak_threshold: least ``total`` weakness for a variant to be perturbed.
+        rare_proposals: proposals in the rarest regions per round.
+        step: standard deviation of a perturbation, unit-cube units.
+        solve_trials: primitive trials per solvability check.
+        jitter: unit-cube standard deviation of those primitives around the modes.
+        max_retries: solvability checks of a set-aside candidate before it is dropped.
+        signal_weights: weights of forgetting, boundary and rarity in a variant's weakness.
+        bandwidth: kernel width of the rarity estimate, unit-cube RMS distance.
+        floor: least weight of a variant.
+        mastered: success rate over its last iteration from which a variant gets only ``floor``.
+        seed_share: least share of the sampling mass kept by the node's own distribution.
+        max_entries: most variants in a pool (the weakest proposals stop when it is full).
+        mass_range: relative egg-mass spread of a new variant's distribution.
+        control_hz: the env's control rate for the physics check.
+    """
+
+    space: TaskSpace = field(default_factory=TaskSpace)
+    new_per_round: int = 4
+    proposals_per_weak: int = 2
+    weak_threshold: float = 0.2
+    rare_proposals: int = 2
+    step: float = 0.15
+    solve_trials: int = 8
+    jitter: float = 0.03
+    max_retries: int = 2
+    signal_weights: Sequence[float] = (1.0, 1.0, 0.5)
+    bandwidth: float = 0.1
+    floor: float = 0.1
+    mastered: float = 0.95
+    seed_share: float = 0.3
+    max_entries: int = 48
+    mass_range: float = 0.05
+    control_hz: float = 50.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.space, dict):
+            object.__setattr__(self, "space", TaskSpace(self.space))
+        object.__setattr__(self, "signal_weights", tuple(float(w) for w in self.signal_weights))
+        checks = {
+            "new_per_round": (self.new_per_round >= 0, ">= 0"),
+            "proposals_per_weak": (self.proposals_per_weak >= 0, ">= 0"),
+            "rare_proposals": (self.rare_proposals >= 0, ">= 0"),
+            "step": (self.step > 0, "> 0 (unit-cube units)"),
+            "solve_trials": (self.solve_trials >= 1, ">= 1"),
+            "jitter": (self.jitter >= 0, ">= 0"),
+            "max_retries": (self.max_retries >= 1, ">= 1"),
+            "bandwidth": (self.bandwidth > 0, "> 0"),
+            "floor": (self.floor > 0, "> 0"),
+            "mastered": (0 < self.mastered <= 1, "in (0, 1]"),
+            "seed_share": (0 <= self.seed_share < 1, "in [0, 1)"),
+            "max_entries": (self.max_entries >= 1, ">= 1"),
+            "mass_range": (0 <= self.mass_range < 1, "in [0, 1)"),
+            "signal_weights": (
+                len(self.signal_weights) == 3 and min(self.signal_weights) >= 0,
+                "three weights >= 0 (forgetting, boundary, rare)",
+            ),
+        }
+        for name, (ok, allowed) in checks.items():
+            if not ok:
+                raise ValueError(f"coevolve.synthesizer.{name}={getattr(self, name)!r}: must be {allowed}")
+
+    # ------------------------------------------------------------------ signals
+    def signals(self, pool: TaskPool) -> list[dict[str, float]]:
+        """Per entry: ``forgetting``, ``boundary``, ``rare`` and ``total`` (see ``signals``)."""
+        points = np.array([self.space.features(e.base) for e in pool.entries])
+        rare = signals.rarity(points, np.asarray(pool.visits).reshape(-1, self.space.dim), self.bandwidth)
+        w = self.signal_weights
+        return [signals.weakness(e.outcomes, r, w) for e, r in zip(pool.entries, rare, strict=True)]
+
+    # ------------------------------------------------------------------ one round
+    def evolve(
+        self,
+        pool: TaskPool,
+        modes: Sequence[np.ndarray] | None,
+        backend,
+        rng: np.random.Generator,
+        iteration: int,
+        adversarial: list[TaskSpec] | None = None,
+    ) -> tuple[SynthesisReport, list[Trajectory]]:
+        """One round (module docstring) on ``pool``, in place; ``modes`` are the node's primitive
+        modes (unit-cube parameters) for the solvability check (None: nothing can be shown
+        solvable yet, so nothing is admitted); ``adversarial`` tasks (a ``TaskAdversary``'s
+        candidates) are validated first, by the same checks. Returns the report and the
+        solvability trials' successes."""
+        report = SynthesisReport()
+        weak = self.signals(pool)
+        report.weak = [
+            {"entry": i, **{k: round(v, 4) for k, v in w.items()}}
+            for i, w in sorted(enumerate(weak), key=lambda x: -x[1]["total"])[:5]
+        ]
+        successes: list[Trajectory] = []
+        if modes is not None and len(modes):
+            adversary = [self._candidate(t, None, 0, "adversary", report) for t in adversarial or ()]
+            candidates = [c for c in adversary if c is not None]
+            candidates += self._retries(pool, report) + self._proposals(pool, weak, rng, report)
+            for j, cand in enumerate(candidates):
+                if len(pool) >= self.max_entries or report.admitted >= self.new_per_round:
+                    # Set-aside candidates not reached wait for the next round.
+                    pool.set_aside += [c for c in candidates[j:] if c["tries"] > 0]
+                    break
+                successes += self._validate(pool, cand, modes, backend, rng, iteration, report)
+        self.reweight(pool, weak if len(weak) == len(pool) else None)
+        return report, successes
+
+    def reweight(self, pool: TaskPool, weak: list[dict[str, float]] | None = None) -> None:
+        """Set every entry's weight from its weakness (see the module docstring)."""
+        weak = weak if weak is not None else self.signals(pool)
+        for e, w in zip(pool.entries, weak, strict=True):
+            last_iteration = e.outcomes[-1][0] if e.outcomes else None
+            recent = [s for k, s in e.outcomes if k == last_iteration]
+            solid = len(recent) >= 4 and np.mean(recent) >= self.mastered
+            e.weight = self.floor if solid else self.floor + w["total"]
+        others = sum(e.weight for e in pool.entries[1:])
+        if others > 0 and self.seed_share > 0:
+            # Entry 0 is the node's own distribution: keep at least seed_share of the mass on it.
+            least = self.seed_share / (1.0 - self.seed_share) * others
+            pool.entries[0].weight = max(pool.entries[0].weight, least)
+
+    # ------------------------------------------------------------------ proposals
+    def _retries(self, pool: TaskPool, report: SynthesisReport) -> list[dict[str, Any]]:
+        out, pool.set_aside = list(pool.set_aside), []
+        report.retried = len(out)
+        return out
+
+    def _proposals(
+        self, pool: TaskPool, weak: list[dict[str, float]], rng: np.random.Generator, report: SynthesisReport
+    ) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        order = sorted(range(len(weak)), key=lambda i: -weak[i]["total"])
+        for i in order:
+            if weak[i]["total"] < self.weak_threshold:
+                break
+            base = pool.entries[i].base
+            centre = self.space.features(base)
+            for _ in range(self.proposals_per_weak):
+                point = np.clip(centre + rng.normal(0.0, self.step, self.space.dim), 0.0, 1.0)
+                out.append(self._candidate(base, point, i, "weak", report))
+        if self.rare_proposals:
+            draws = rng.uniform(0.0, 1.0, size=(64 * self.rare_proposals, self.space.dim))
+            visits = np.asarray(pool.visits).reshape(-1, self.space.dim)
+            rare = signals.rarity(draws, visits, self.bandwidth)
+            for j in np.argsort(-rare, kind="stable")[: self.rare_proposals]:
+                out.append(self._candidate(pool.entries[0].base, draws[j], 0, "rare", report))
+        return [c for c in out if c is not None]
+
+    def _candidate(
+        self, base: TaskSpec, point: np.ndarray | None, parent: int, why: str, report: SynthesisReport
+    ) -> dict[str, Any] | None:
+        """A candidate dict for ``base`` moved to ``point`` (None: ``base`` itself), or None when
+        its TaskSpec is invalid (counted in ``report``)."""
+        report.proposed += 1
+        try:
+            task = base if point is None else self.space.task_at(base, point)
+            task = task.replace(
+                **{k: round(getattr(task, k) / g) * g for k, g in _GEOMETRY_GRID.items()}, seed=0
+            )
+            TaskDistribution(task, egg_mass_range=self.mass_range)
+        except TaskSpecError as e:
+            report.invalid_spec += 1
+            log.debug("synthesized task rejected: %s", e)
+            return None
+        return {"task": task.to_dict(), "parent": parent, "why": why, "tries": 0}
+
+    # ------------------------------------------------------------------ validation
+    def _validate(
+        self,
+        pool: TaskPool,
+        cand: dict[str, Any],
+        modes: Sequence[np.ndarray],
+        backend,
+        rng: np.random.Generator,
+        iteration: int,
+        report: SynthesisReport,
+    ) -> list[Trajectory]:
+        task = TaskSpec.from_dict(cand["task"])
+        if cand["tries"] == 0:  # physics does not change between retries
+            verdict = check_physics(task, self.control_hz)
+            if not verdict.valid:
+                report.invalid_physics += 1
+                report.reasons[verdict.reason] = report.reasons.get(verdict.reason, 0) + 1
+                return []
+        tasks = TaskDistribution(task, egg_mass_range=self.mass_range)
+        drawn = tasks.sample_many(rng, self.solve_trials)
+        centres = np.asarray(modes, np.float64)[np.arange(self.solve_trials) % len(modes)]
+        params = np.clip(centres + rng.normal(0.0, self.jitter, centres.shape), 0.0, 1.0)
+        trials = [
+            Trial(t, PrimitivePlan(p), {"iteration": iteration, "source": "synthesis"})
+            for t, p in zip(drawn, params, strict=True)
+        ]
+        trajs = backend.run_trials(trials)
+        report.validation_trials += len(trajs)
+        wins = [t for t in trajs if t.success]
+        if not wins:
+            cand = {**cand, "tries": cand["tries"] + 1}
+            if cand["tries"] < self.max_retries:
+                pool.set_aside.append(cand)
+                report.set_aside += 1
+            return []
+        origin = "adversary" if cand["why"] == "adversary" else "synthesized"
+        index = pool.add(
+            PoolEntry(tasks, weight=self.floor, origin=origin, parent=cand["parent"], iteration=iteration)
+        )
+        for t in trajs:
+            pool.record(index, t.success, iteration, self.space.features(t.task))
+        report.admitted += 1
+        return wins

@@ -1,0 +1,192 @@
+"""TaskPool: the task variants an evolving node trains on, their sampling weights and outcomes.
+
+Each entry is a ``TaskDistribution`` (a base TaskSpec with its own egg mass, size, frictions, pan
+height and disturbance, start poses drawn around it at reset) with a weight and the outcomes of
+every trial run on it (iteration, success). The pool starts with the node's own distribution;
+the ``TaskSynthesizer`` adds variants near the weak spots and re-weights the entries. Sampling
+picks an entry by weight and draws a concrete task from it with the caller's Generator, so the
+same Generator state gives the same tasks.
+
+The pool is saved as ``coevolve/<node>.json`` in the run directory, written aside and renamed,
+at the loop's commit point; a resumed run loads the copy of its last completed iteration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robo_coevolve.library.skill_library import replace_durably
+from robo_coevolve.task_distribution import TaskDistribution
+from robo_coevolve.task_spec import TaskSpec
+
+FORMAT_VERSION = 1
+
+
+class TaskPoolError(ValueError):
+    """A pool file that cannot be read; the message names it and what to do."""
+
+
+@dataclass
+class PoolEntry:
+    """One task variant.
+
+    Attributes:
+        tasks: the variant's distribution (its base TaskSpec fixes the physics).
+        weight: relative sampling weight (>= 0).
+        origin: "seed" (the node's own distribution), "synthesized" or "adversary".
+        parent: index of the entry it was derived from (None for a seed).
+        iteration: the loop iteration that added it (0 for a seed).
+        outcomes: (iteration, success) of every trial run on it, oldest first.
+    """
+
+    tasks: TaskDistribution
+    weight: float = 1.0
+    origin: str = "seed"
+    parent: int | None = None
+    iteration: int = 0
+    outcomes: list[tuple[int, bool]] = field(default_factory=list)
+
+    @property
+    def base(self) -> TaskSpec:
+        return self.tasks.base
+
+    def success_rate(self, last: int | None = None) -> float | None:
+        """Success rate over the ``last`` outcomes (all when None); None without outcomes."""
+        rows = self.outcomes if last is None else self.outcomes[-last:]
+        return float(np.mean([s for _, s in rows])) if rows else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tasks": self.tasks.to_dict(),
+            "weight": self.weight,
+            "origin": self.origin,
+            "parent": self.parent,
+            "iteration": self.iteration,
+            "outcomes": [[int(k), int(bool(s))] for k, s in self.outcomes],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PoolEntry:
+        t = data["tasks"]
+        return cls(
+            tasks=TaskDistribution(
+                TaskSpec.from_dict(t["base"]), float(t["egg_mass_range"]), float(t["friction_range"])
+            ),
+            weight=float(data["weight"]),
+            origin=str(data["origin"]),
+            parent=data["parent"],
+            iteration=int(data["iteration"]),
+            outcomes=[(int(k), bool(s)) for k, s in data["outcomes"]],
+        )
+
+
+class TaskPool:
+    """Weighted task variants of one skill; see the module docstring.
+
+    Args:
+        entries: the variants (at least one, all of one skill).
+        visits_kept: most recent visited task points kept for the rare signal.
+    """
+
+    def __init__(self, entries: Sequence[PoolEntry], visits_kept: int = 5000):
+        entries = list(entries)
+        if not entries:
+            raise ValueError("a TaskPool needs at least one entry (the node's own distribution)")
+        skills = {e.base.skill for e in entries}
+        if len(skills) != 1:
+            raise ValueError(f"a TaskPool holds tasks of one skill, got {sorted(skills)}")
+        self.entries = entries
+        self.visits_kept = int(visits_kept)
+        # Feature points (unit cube of a TaskSpace) of the concrete tasks trials ran on.
+        self.visits: list[list[float]] = []
+        self.set_aside: list[dict[str, Any]] = []  # candidates not yet shown solvable, to retry
+
+    @classmethod
+    def seeded(cls, tasks: TaskDistribution, **kwargs: Any) -> TaskPool:
+        """A pool holding only ``tasks`` (the node's own distribution)."""
+        return cls([PoolEntry(tasks)], **kwargs)
+
+    @property
+    def skill(self) -> str:
+        return self.entries[0].base.skill
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def weights(self) -> np.ndarray:
+        """(len,) sampling probabilities (the weights normalised; uniform if all are 0)."""
+        w = np.array([e.weight for e in self.entries], np.float64)
+        total = w.sum()
+        return w / total if total > 0 else np.full(len(w), 1.0 / len(w))
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[list[TaskSpec], list[int]]:
+        """``n`` concrete tasks and the index of the entry each came from (drawn by weight)."""
+        index = rng.choice(len(self.entries), size=n, p=self.weights()) if n else np.zeros(0, int)
+        tasks = [self.entries[int(i)].tasks.sample(rng) for i in index]
+        return tasks, [int(i) for i in index]
+
+    def add(self, entry: PoolEntry) -> int:
+        """Append ``entry`` (of the pool's skill); returns its index."""
+        if entry.base.skill != self.skill:
+            raise ValueError(f"task of skill {entry.base.skill!r} added to a {self.skill} pool")
+        self.entries.append(entry)
+        return len(self.entries) - 1
+
+    def record(self, index: int, success: bool, iteration: int, point: np.ndarray | None = None) -> None:
+        """Count one trial of entry ``index``; ``point`` is its task's feature point (rare signal)."""
+        self.entries[index].outcomes.append((int(iteration), bool(success)))
+        if point is not None:
+            self.visits.append([round(float(v), 5) for v in point])
+            if len(self.visits) > self.visits_kept:
+                del self.visits[: len(self.visits) - self.visits_kept]
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_VERSION,
+            "visits_kept": self.visits_kept,
+            "entries": [e.to_dict() for e in self.entries],
+            "visits": self.visits,
+            "set_aside": self.set_aside,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TaskPool:
+        if data.get("format") != FORMAT_VERSION:
+            raise TaskPoolError(f"task pool format {data.get('format')!r} is not {FORMAT_VERSION}")
+        pool = cls([PoolEntry.from_dict(e) for e in data["entries"]], int(data["visits_kept"]))
+        pool.visits = [list(map(float, v)) for v in data["visits"]]
+        pool.set_aside = list(data["set_aside"])
+        return pool
+
+    def save(self, path: str | Path) -> Path:
+        """Write the pool to ``path`` atomically (a crash leaves the previous file whole)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.to_dict(), f)
+        replace_durably(Path(name), path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> TaskPool:
+        """The pool saved at ``path``; a damaged file raises ``TaskPoolError`` naming it."""
+        path = Path(path)
+        try:
+            return cls.from_dict(json.loads(path.read_text()))
+        except FileNotFoundError:
+            raise TaskPoolError(f"no task pool at {path}: was the run started with coevolve on?") from None
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise TaskPoolError(
+                f"{path} is not a readable task pool ({type(e).__name__}: {e}); restore it from a copy "
+                "or start the run in a new directory"
+            ) from None

@@ -1,0 +1,192 @@
+"""Early stopping of hopeless trials: a small value model predicts success from a trial's start.
+
+``prefix_features`` summarises the first ``steps`` control steps of a trial: where the egg and
+the blade are at that moment (relative to the egg's start), how they move, what touches the egg,
+snapshots of the egg earlier in the prefix, and aggregates over it (highest egg, peak force, time
+on the blade, fastest spin). A ``ValueModel`` (a two-layer MLP on standardised features, trained
+on past trials with torch) maps them to a probability of success. ``EarlyStop`` judges a trial at
+one or more checkpoints (control steps) and cuts it at the first one where the prediction falls
+below that checkpoint's threshold; the thresholds are calibrated on held-back past successes so
+that at most ``cut_rate`` of them would have been cut over all checkpoints.
+
+``physics_cost`` counts what a batch of trials costs with and without early stopping: a cut trial
+costs the physics steps up to its cut, the others their full length. Predictions read only the
+prefix, so the counts are the steps an explorer that stops there would spend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from robo_coevolve.trajectory import Trajectory
+
+SNAPSHOTS = (0.25, 0.5, 0.75)  # fractions of the prefix where the egg is also described
+FEATURES = 27 + 5 * len(SNAPSHOTS)
+
+
+def prefix_features(traj: Trajectory, steps: int) -> np.ndarray:
+    """(FEATURES,) float32 summary of the first ``steps`` control steps of ``traj`` (fewer when the
+    trial ended sooner). Positions in m from the pan centre, velocities m/s and rad/s, force N."""
+    r = {k: np.nan_to_num(v[: max(1, steps)]) for k, v in traj.record().items()}
+    egg0 = r["egg_pos"][0]
+    last = {k: v[-1] for k, v in r.items()}
+    blade_rel = last["blade_pos"] - last["egg_pos"]
+    pose = np.nan_to_num(traj.proprio[min(steps, len(traj.proprio) - 1), :5])
+    n = len(r["egg_pos"])
+    snaps = []
+    for frac in SNAPSHOTS:
+        i = min(n - 1, int(frac * steps))
+        snaps += [*(r["egg_pos"][i] - egg0), r["egg_up"][i, 2], float(r["egg_on_blade"][i, 0] > 0)]
+    out = np.concatenate(
+        [
+            snaps,
+            last["egg_pos"] - egg0,  # 3
+            last["egg_up"],  # 3
+            last["egg_linvel"],  # 3
+            last["egg_angvel"],  # 3
+            blade_rel,  # 3
+            last["blade_up"],  # 3
+            pose[3:5],  # 2: blade pitch and roll
+            [
+                float(last["egg_on_blade"][0] > 0),
+                float(last["egg_on_pan"][0] > 0),
+                r["egg_pos"][:, 2].max() - egg0[2],
+                r["egg_touch"][:, 0].max(),
+                float(np.mean(r["egg_on_blade"][:, 0] > 0)),
+                np.linalg.norm(r["egg_angvel"], axis=1).max(),
+                float(len(traj) < steps),  # the trial already ended (egg on the floor)
+            ],
+        ]
+    )
+    return out.astype(np.float32)
+
+
+class ValueModel:
+    """P(success | prefix features): standardisation + MLP(hidden, hidden) + sigmoid.
+
+    Args:
+        hidden: units per hidden layer.
+        steps: Adam steps of full-batch training.
+        seed: torch seed of the initialisation (the same data and seed give the same model).
+    """
+
+    def __init__(self, hidden: int = 32, steps: int = 400, lr: float = 3e-3, seed: int = 0):
+        self.hidden, self.steps, self.lr, self.seed = hidden, steps, lr, seed
+        self.mean = np.zeros(FEATURES, np.float32)
+        self.std = np.ones(FEATURES, np.float32)
+        self.net: torch.nn.Module | None = None
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> ValueModel:
+        """Train on features ``x`` (N, FEATURES) and outcomes ``y`` (N,) of past trials."""
+        x = np.asarray(x, np.float32)
+        y = np.asarray(y, np.float32)
+        if len(x) < 10 or y.min() == y.max():
+            raise ValueError(
+                f"a value model needs >= 10 past trials with both outcomes, got {len(x)} "
+                f"({int(y.sum())} successes): run more trials first"
+            )
+        self.mean, self.std = x.mean(0), np.maximum(x.std(0), 1e-3)
+        torch.manual_seed(self.seed)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(x.shape[1], self.hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(self.hidden, self.hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(self.hidden, 1),
+        )
+        xt = torch.from_numpy((x - self.mean) / self.std)
+        yt = torch.from_numpy(y)
+        opt = torch.optim.Adam(self.net.parameters(), lr=self.lr, weight_decay=1e-3)
+        pos = float(y.mean())
+        loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor((1 - pos) / pos))
+        for _ in range(self.steps):
+            opt.zero_grad()
+            loss = loss_fn(self.net(xt).squeeze(1), yt)
+            loss.backward()
+            opt.step()
+        return self
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """(N,) float64 predicted probabilities of success."""
+        if self.net is None:
+            raise RuntimeError("ValueModel.predict before fit: train it on past trials first")
+        with torch.no_grad():
+            z = torch.from_numpy((np.asarray(x, np.float32) - self.mean) / self.std)
+            return torch.sigmoid(self.net(z).squeeze(1)).double().numpy()
+
+
+@dataclass
+class EarlyStop:
+    """Judge trials at ``checkpoints`` (control steps, increasing) and cut each at the first one
+    where ``models[i]`` predicts success below ``thresholds[i]``."""
+
+    models: list[ValueModel]
+    checkpoints: list[int]
+    thresholds: list[float]
+
+    @classmethod
+    def train(
+        cls,
+        trajs: Sequence[Trajectory],
+        checkpoints: Sequence[int],
+        cut_rate: float = 0.03,
+        seed: int = 0,
+        calibration: float = 0.3,
+    ) -> EarlyStop:
+        """Fit one model per checkpoint on ``trajs`` (past trials) and set the thresholds so that
+        at most ``cut_rate`` of the held-back ``calibration`` share of their successes would be
+        cut (``cut_rate / len(checkpoints)`` per checkpoint)."""
+        checkpoints = sorted(int(c) for c in checkpoints)
+        if not checkpoints or checkpoints[0] < 1:
+            raise ValueError(f"early stopping needs checkpoints >= 1 control step, got {checkpoints}")
+        y = np.array([t.success for t in trajs], np.float32)
+        order = np.random.default_rng(seed).permutation(len(trajs))
+        n_cal = int(round(calibration * len(trajs)))
+        cal, fit = order[:n_cal], order[n_cal:]
+        wins = cal[y[cal] > 0]
+        models, thresholds = [], []
+        for c in checkpoints:
+            x = np.stack([prefix_features(t, c) for t in trajs])
+            model = ValueModel(seed=seed).fit(x[fit], y[fit])
+            p = model.predict(x[wins])
+            models.append(model)
+            thresholds.append(float(np.quantile(p, cut_rate / len(checkpoints))) if len(p) else 0.0)
+        return cls(models, checkpoints, thresholds)
+
+    def stops(self, trajs: Sequence[Trajectory]) -> np.ndarray:
+        """(N,) int: the control step at which each trial is cut, -1 for trials run to the end."""
+        out = np.full(len(trajs), -1)
+        for model, c, threshold in zip(self.models, self.checkpoints, self.thresholds, strict=True):
+            live = [i for i in range(len(trajs)) if out[i] < 0 and len(trajs[i]) > c]
+            if not live:
+                break
+            p = model.predict(np.stack([prefix_features(trajs[i], c) for i in live]))
+            for i, q in zip(live, p, strict=True):
+                if q < threshold:
+                    out[i] = c
+        return out
+
+
+def physics_cost(trajs: Sequence[Trajectory], substeps: int, stops: np.ndarray | None = None) -> dict:
+    """Physics steps spent on ``trajs`` and per success found, each trial stopped at its
+    ``stops`` control step (-1: run to its end; None: none cut). Returns ``trials``, ``steps``
+    (physics steps), ``successes`` (found, i.e. not cut), ``cut``, ``cut_successes`` (true
+    successes lost) and ``steps_per_success`` (inf without a success)."""
+    lengths = np.array([len(t) for t in trajs])
+    stops = np.full(len(trajs), -1) if stops is None else np.asarray(stops)
+    cut = stops >= 0
+    spent = np.where(cut, np.minimum(lengths, stops), lengths) * substeps
+    success = np.array([t.success for t in trajs], bool)
+    found = int((success & ~cut).sum())
+    return {
+        "trials": len(trajs),
+        "steps": int(spent.sum()),
+        "successes": found,
+        "cut": int(cut.sum()),
+        "cut_successes": int((success & cut).sum()),
+        "steps_per_success": float(spent.sum() / found) if found else float("inf"),
+    }

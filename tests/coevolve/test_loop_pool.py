@@ -1,0 +1,173 @@
+"""Co-evolution inside the loop: the pool feeds exploration, is saved at the commit point, and a
+SIGKILLed run resumes to the same pool, metrics and library as an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from robo_coevolve.coevolve import TaskPool
+from robo_coevolve.evolve.run_state import RunState, rollback
+from robo_coevolve.library import SkillLibrary
+
+# Scoop is never mastered, so iterations 2 and 3 run synthesis on its pool after the search.
+TINY = [
+    "coevolve=default",
+    "explore.budget=150",
+    "explore.population=50",
+    "explore.select_trials=10",
+    "explore.schedule.trials=40",
+    "explore.backend.workers=1",
+    "train.train.steps=100",
+    "train.train.eval_every=50",
+    "train.finetune_steps=50",
+    "skill_tree.nodes.scoop.eval_tasks=8",
+    "skill_tree.nodes.scoop.mastery=1.0",
+    "budget.iterations=3",
+    "workspace.refine_successes=30",
+    "workspace.video.every=0",
+]
+
+
+def command(run_dir: Path, *overrides: str) -> list[str]:
+    return [sys.executable, "-m", "robo_coevolve", f"hydra.run.dir={run_dir}", *TINY, *overrides]
+
+
+def metrics(run_dir: Path) -> list[dict]:
+    def strip(d):
+        return {k: strip(v) if isinstance(v, dict) else v for k, v in d.items() if k != "seconds"}
+
+    return [strip(json.loads(line)) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("coevolve") / "run"
+    proc = subprocess.run(command(run_dir), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run_dir
+
+
+def test_the_pool_feeds_exploration_and_is_saved_with_the_run(uninterrupted):
+    rows = metrics(uninterrupted)
+    assert [r["explore"]["kind"] for r in rows] == ["search", "primitives", "primitives"]
+    assert rows[0]["explore"]["coevolve"] == {"pool": 1}
+    later = rows[1]["explore"]["coevolve"]
+    assert later["proposed"] >= 1 and later["pool"] == 1 + later["admitted"]
+    assert rows[1]["explore"]["trials"] == 40 or later["validation_trials"] > 0
+    state = RunState.load(uninterrupted)
+    assert state.pools == {"scoop": "coevolve/scoop_0003.json"}
+    pool = TaskPool.load(uninterrupted / state.pools["scoop"])
+    assert len(pool) == rows[2]["explore"]["coevolve"]["pool"]
+    # every exploration trial (search included) and every evaluation episode was counted
+    outcomes = sum(len(e.outcomes) for e in pool.entries)
+    assert outcomes >= 150 - 30 + 2 * 20 + 3 * 8
+    # only the committed iteration's pool is kept
+    assert sorted(p.name for p in (uninterrupted / "coevolve").iterdir()) == ["scoop_0003.json"]
+
+
+def test_the_pool_survives_a_sigkill_and_resume(uninterrupted, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(command(run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 500
+        while not (run_dir / "train" / "iter_0003").exists():
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert RunState.load(run_dir).iteration == 2
+    resumed = subprocess.run(command(run_dir), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stdout + resumed.stderr
+    assert metrics(run_dir) == metrics(uninterrupted)
+    name = "coevolve/scoop_0003.json"
+    assert TaskPool.load(run_dir / name).to_dict() == TaskPool.load(uninterrupted / name).to_dict()
+    a = SkillLibrary(run_dir / "library", create=False)
+    b = SkillLibrary(uninterrupted / "library", create=False)
+    assert [s.meta for s in a.segments("scoop")] == [s.meta for s in b.segments("scoop")]
+
+
+def test_rollback_removes_the_pools_of_uncommitted_iterations(tmp_path):
+    from robo_coevolve.task_distribution import TaskDistribution
+
+    pool = TaskPool.seeded(TaskDistribution.for_skill("scoop"))
+    for k in (1, 2, 3):
+        pool.save(tmp_path / "coevolve" / f"scoop_{k:04d}.json")
+    (tmp_path / "coevolve" / ".scoop_0003.json.123.tmp").write_text("{")
+    state = RunState(iteration=2, pools={"scoop": "coevolve/scoop_0002.json"})
+    rollback(tmp_path, state, SkillLibrary(tmp_path / "library"))
+    assert sorted(p.name for p in (tmp_path / "coevolve").iterdir()) == ["scoop_0001.json", "scoop_0002.json"]
+
+
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        (["coevolve=default", "coevolve.synthesizer.step=-1"], ["coevolve", "step=-1", "> 0"]),
+        (["coevolve=default", "coevolve.synthesizer.space.egg_mass=[0.01,0.5]"], ["egg_mass", "0.5"]),
+        (["coevolve=adversarial", "coevolve.adversary.episodes=0"], ["coevolve", "episodes"]),
+    ],
+)
+def test_a_bad_coevolve_override_fails_when_the_job_is_built(tmp_path, overrides, words):
+    from hydra import compose, initialize_config_dir
+
+    from robo_coevolve.resources import conf_dir
+    from robo_coevolve.workspace.evolve import ConfigError, EvolveWorkspace
+
+    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    with pytest.raises(ConfigError) as e:
+        EvolveWorkspace(cfg, tmp_path / "run")
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_coevolve_is_off_by_default(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from robo_coevolve.resources import conf_dir
+    from robo_coevolve.workspace.evolve import EvolveWorkspace
+
+    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+        cfg = compose("config")
+    assert not EvolveWorkspace(cfg, tmp_path / "run").coevolve.enabled
+
+
+def test_the_adversarial_curriculum_runs_in_the_loop(tmp_path):
+    run_dir = tmp_path / "run"
+    tiny = [o for o in TINY if not o.startswith(("coevolve=", "budget.iterations"))]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "robo_coevolve",
+            f"hydra.run.dir={run_dir}",
+            *tiny,
+            "coevolve=adversarial",
+            "coevolve.adversary.population=4",
+            "coevolve.adversary.episodes=1",
+            "budget.iterations=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = metrics(run_dir)
+    attack = rows[1]["explore"]["coevolve"]["adversary"]
+    assert attack["episodes"] == attack["tried"] >= 1
+    assert rows[1]["explore"]["coevolve"]["validation_trials"] >= attack["episodes"]
+    pool = TaskPool.load(run_dir / RunState.load(run_dir).pools["scoop"])
+    # only tasks the primitives solved entered the pool
+    assert all(any(s for _, s in e.outcomes) for e in pool.entries if e.origin == "adversary")

@@ -1,0 +1,91 @@
+"""The synthesizer with real physics: invalid tasks are rejected, solvable ones enter the pool."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from robo_coevolve.coevolve import TaskPool, TaskSpace, TaskSynthesizer, check_physics
+from robo_coevolve.task_distribution import TaskDistribution
+from robo_coevolve.task_spec import TaskSpec, TaskSpecError
+
+
+def test_the_physics_check_passes_default_starts_and_rejects_an_egg_that_will_not_stay():
+    assert check_physics(TaskSpec.for_skill("scoop")).valid
+    assert check_physics(TaskSpec.for_skill("flip")).valid
+    steep = check_physics(TaskSpec.for_skill("flip", spatula_pose=(0.0, 0.0, 0.08, 0.8, 0.0)))
+    assert not steep.valid and "fell" in steep.reason
+
+
+def test_the_task_space_maps_tasks_to_the_unit_cube_and_back():
+    space = TaskSpace()
+    base = TaskSpec.for_skill("scoop")
+    task = space.task_at(base, np.full(space.dim, 0.5))
+    assert np.allclose(space.features(task), 0.5)
+    with pytest.raises(TaskSpecError, match="outside the pan"):
+        space.task_at(base, np.ones(space.dim))  # the egg's corner offset leaves the pan
+    with pytest.raises(TaskSpecError, match="egg_mass"):
+        TaskSpace({"egg_mass": (0.01, 0.5)})
+    with pytest.raises(TaskSpecError, match="unknown parameter 'colour'"):
+        TaskSpace({"colour": (0, 1)})
+
+
+def weak_pool(base: TaskDistribution) -> TaskPool:
+    pool = TaskPool.seeded(base)
+    for i in range(20):
+        pool.record(0, bool(i % 2), 1)  # a 50/50 task: the boundary signal makes it weak
+    return pool
+
+
+def test_physically_invalid_synthesized_tasks_are_rejected(backend, scoop_modes):
+    base = TaskDistribution(TaskSpec.for_skill("flip", spatula_pose=(0.0, 0.0, 0.08, 0.8, 0.0)))
+    pool = weak_pool(base)
+    synth = TaskSynthesizer(TaskSpace({"egg_mass": (0.03, 0.08)}), rare_proposals=0, proposals_per_weak=3)
+    report, successes = synth.evolve(pool, scoop_modes, backend, np.random.default_rng(0), iteration=2)
+    assert report.proposed == 3 and report.invalid_physics == 3 and report.validation_trials == 0
+    assert len(pool) == 1 and not successes
+    assert report.reasons == {"egg fell off while the spatula held still": 3}
+
+
+def test_specs_off_the_pan_are_rejected_and_solvable_variants_enter_the_pool(backend, scoop_modes):
+    pool = weak_pool(TaskDistribution.for_skill("scoop"))
+    synth = TaskSynthesizer(
+        TaskSpace({"egg_x": (0.07, 0.08), "egg_mass": (0.04, 0.06)}), rare_proposals=0, proposals_per_weak=2
+    )
+    report, _ = synth.evolve(pool, scoop_modes, backend, np.random.default_rng(0), iteration=2)
+    assert report.invalid_spec == report.proposed == 2 and len(pool) == 1  # 7 cm off-centre: off the pan
+
+    synth = TaskSynthesizer(new_per_round=2, rare_proposals=1, proposals_per_weak=4, solve_trials=8)
+    report, successes = synth.evolve(pool, scoop_modes, backend, np.random.default_rng(1), iteration=2)
+    assert report.admitted >= 1 and len(pool) == 1 + report.admitted
+    assert report.validation_trials == 8 * (report.admitted + report.set_aside)
+    assert successes and all(t.success for t in successes)
+    new = pool.entries[1]
+    assert new.origin == "synthesized" and new.iteration == 2 and any(s for _, s in new.outcomes)
+    assert len(pool.visits) == 8 * report.admitted
+    assert pool.entries[0].weight / sum(e.weight for e in pool.entries) >= synth.seed_share - 1e-9
+
+
+def test_an_unsolved_candidate_is_set_aside_retried_and_dropped(backend):
+    pool = weak_pool(TaskDistribution.for_skill("scoop"))
+    useless = [np.zeros(len(np.zeros(15)))]  # a primitive that never scoops
+    synth = TaskSynthesizer(rare_proposals=0, proposals_per_weak=1, solve_trials=4, max_retries=2)
+    report, _ = synth.evolve(pool, useless, backend, np.random.default_rng(0), iteration=2)
+    assert report.set_aside == 1 and len(pool.set_aside) == 1 and len(pool) == 1
+    synth = TaskSynthesizer(rare_proposals=0, proposals_per_weak=0, solve_trials=4, max_retries=2)
+    report, _ = synth.evolve(pool, useless, backend, np.random.default_rng(0), iteration=3)
+    assert report.retried == 1 and report.set_aside == 0 and not pool.set_aside  # second failure: dropped
+
+
+def test_weights_favour_weak_variants_and_starve_mastered_ones():
+    pool = TaskPool.seeded(TaskDistribution.for_skill("scoop"))
+    from robo_coevolve.coevolve import PoolEntry
+
+    for mass in (0.04, 0.06):
+        pool.add(PoolEntry(TaskDistribution.for_skill("scoop", egg_mass=mass, egg_mass_range=0.05)))
+    for i in range(10):
+        pool.record(1, True, 1)  # mastered
+        pool.record(2, bool(i % 2), 1)  # boundary
+    TaskSynthesizer(seed_share=0.0).reweight(pool)
+    w = [e.weight for e in pool.entries]
+    assert w[1] == pytest.approx(0.1) and w[2] > 0.5

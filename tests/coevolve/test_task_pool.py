@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from robo_coevolve.coevolve import PoolEntry, TaskPool, TaskPoolError
+from robo_coevolve.task_distribution import TaskDistribution
+
+
+def pool() -> TaskPool:
+    p = TaskPool.seeded(TaskDistribution.for_skill("scoop"))
+    heavy = TaskDistribution.for_skill("scoop", egg_mass=0.09, egg_mass_range=0.05)
+    p.add(PoolEntry(heavy, weight=3.0, origin="synthesized", parent=0, iteration=2))
+    return p
+
+
+def test_sampling_follows_the_weights_and_the_generator():
+    p = pool()
+    tasks, index = p.sample(np.random.default_rng(0), 2000)
+    assert abs(np.mean(index) - 0.75) < 0.04  # weights 1 : 3
+    assert all(t.egg_mass > 0.08 for t, i in zip(tasks, index, strict=True) if i == 1)
+    again, index2 = p.sample(np.random.default_rng(0), 2000)
+    assert index2 == index and again == tasks
+
+
+def test_outcomes_and_visits_are_recorded_and_the_pool_round_trips(tmp_path):
+    p = pool()
+    p.record(1, True, 3, np.array([0.1, 0.2]))
+    p.record(1, False, 3)
+    p.set_aside.append({"task": p.entries[1].base.to_dict(), "parent": 1, "why": "weak", "tries": 1})
+    assert p.entries[1].success_rate() == 0.5
+    path = p.save(tmp_path / "coevolve" / "scoop.json")
+    back = TaskPool.load(path)
+    assert back.to_dict() == p.to_dict()
+    assert back.entries[1].tasks == p.entries[1].tasks and back.entries[1].outcomes == [(3, True), (3, False)]
+    assert not list(path.parent.glob(".*tmp"))  # written aside and renamed
+
+
+def test_a_damaged_pool_file_names_itself(tmp_path):
+    path = tmp_path / "scoop.json"
+    path.write_text(json.dumps(pool().to_dict())[:50])
+    with pytest.raises(TaskPoolError, match="scoop.json"):
+        TaskPool.load(path)
+    with pytest.raises(TaskPoolError, match="no task pool"):
+        TaskPool.load(tmp_path / "missing.json")
+
+
+def test_a_pool_holds_one_skill():
+    p = pool()
+    with pytest.raises(ValueError, match="flip"):
+        p.add(PoolEntry(TaskDistribution.for_skill("flip")))
