@@ -92,6 +92,8 @@ def main() -> None:
     )
     parser.add_argument("--config", help="a conf/policy/*.yaml whose settings are the base of each variant")
     parser.add_argument("--save", help="directory to keep each trained policy in")
+    parser.add_argument("--workers", type=int, help="rollout worker processes (default: all cores)")
+    parser.add_argument("--threads", type=int, help="torch CPU threads for training (default: torch's)")
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.config:
@@ -101,11 +103,13 @@ def main() -> None:
             {k: v for k, v in OmegaConf.to_container(OmegaConf.load(args.config)).items() if k != "_target_"}
         )
     OVERRIDES.update(json.loads(args.policy))
+    if args.threads:
+        torch.set_num_threads(args.threads)
     library = SkillLibrary(args.library)
     config = TrainConfig(steps=args.steps, batch_size=args.batch, progress=False)
     results: dict = {"clone": [], "library": {s: library.count(s) for s in args.skills}}
 
-    with LocalBackend() as backend:
+    with LocalBackend(workers=args.workers) as backend:
         for skill in args.skills:
             tasks = TaskDistribution.for_skill(skill)
             for variant in args.variants:
