@@ -80,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.segments and not segments:
         print(f"error: skill library {args.library} has no {args.skill!r} segments", file=sys.stderr)
         return 2
+    # Latency inputs: a few real library states (any of the skill's, when none are distilled).
+    probe_segments = segments[:4] or library.segments(args.skill)[:4]
+    if not probe_segments:
+        print(f"error: skill library {args.library} has no {args.skill!r} segments", file=sys.stderr)
+        return 2
     if not segments and not args.rollouts:
         print("error: nothing to distil from: use --segments and/or --rollouts", file=sys.stderr)
         return 2
@@ -104,11 +109,6 @@ def main(argv: list[str] | None = None) -> int:
             held_out = distiller.from_trajectories(evals["teacher"].trajectories)
             report["held_out_action_error"] = distiller.agreement(student, held_out)
     c = teacher.config
-    # Latency inputs: a few real library states (any of the skill's, when none were distilled).
-    probe_segments = segments[:4] or library.segments(args.skill)[:4]
-    if not probe_segments:
-        print(f"error: no {args.skill!r} segments to time act() on", file=sys.stderr)
-        return 2
     probe = ChunkDataset.from_segments(probe_segments, c.chunk, c.image_size if c.use_image else None)
     for name, policy in (("teacher", teacher), ("student", student)):
         report[name] = {
