@@ -12,6 +12,11 @@ held-out seeded tasks (egg pose +-2 cm, mass +-20%). Then, with the state varian
 - **speed**: training samples/s, and per-step inference latency of ``act()`` (batch 1 and 16).
 
     python benchmarks/learn_report.py --library DIR [--skills scoop flip] [--variants state image]
+
+``--config conf/policy/vla.yaml`` takes that file's settings (less ``_target_``) as the base of
+every variant, before ``--policy``; ``--save DIR`` keeps each clone as
+``DIR/<skill>_<variant>_seed<k>/`` (``save_pretrained``), e.g. as the teacher of
+``scripts/distill_policy.py``.
 """
 
 from __future__ import annotations
@@ -39,12 +44,13 @@ VARIANTS = {
 }
 
 
+BASE: dict = {}  # PolicyConfig fields from --config
 OVERRIDES: dict = {}  # PolicyConfig fields set from the command line
 
 
 def make_policy(variant: str, seed: int) -> VLAPolicy:
     torch.manual_seed(seed)
-    return VLAPolicy(PolicyConfig(**{**VARIANTS[variant], **OVERRIDES}))
+    return VLAPolicy(PolicyConfig(**{**BASE, **VARIANTS[variant], **OVERRIDES}))
 
 
 SEGMENTS: dict[str, list] = {}
@@ -76,6 +82,7 @@ def main() -> None:
     parser.add_argument("--skills", nargs="+", default=["scoop", "flip"])
     parser.add_argument("--variants", nargs="+", default=["state", "image"], choices=sorted(VARIANTS))
     parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--batch", type=int, default=256, help="training batch size")
     parser.add_argument("--eval", type=int, default=100)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--max-segments", type=int, default=300, help="segments per skill used for training")
@@ -83,14 +90,26 @@ def main() -> None:
     parser.add_argument(
         "--policy", default="{}", help='PolicyConfig overrides as JSON, e.g. {"min_std": 0.05}'
     )
+    parser.add_argument("--config", help="a conf/policy/*.yaml whose settings are the base of each variant")
+    parser.add_argument("--save", help="directory to keep each trained policy in")
+    parser.add_argument("--workers", type=int, help="rollout worker processes (default: all cores)")
+    parser.add_argument("--threads", type=int, help="torch CPU threads for training (default: torch's)")
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.config:
+        from omegaconf import OmegaConf
+
+        BASE.update(
+            {k: v for k, v in OmegaConf.to_container(OmegaConf.load(args.config)).items() if k != "_target_"}
+        )
     OVERRIDES.update(json.loads(args.policy))
+    if args.threads:
+        torch.set_num_threads(args.threads)
     library = SkillLibrary(args.library)
-    config = TrainConfig(steps=args.steps, progress=False)
+    config = TrainConfig(steps=args.steps, batch_size=args.batch, progress=False)
     results: dict = {"clone": [], "library": {s: library.count(s) for s in args.skills}}
 
-    with LocalBackend() as backend:
+    with LocalBackend(workers=args.workers) as backend:
         for skill in args.skills:
             tasks = TaskDistribution.for_skill(skill)
             for variant in args.variants:
@@ -99,6 +118,8 @@ def main() -> None:
                     data = dataset(library, skill, policy, args.max_segments)
                     fit = BCTrainer(policy, TrainConfig(**{**vars(config), "seed": seed})).fit(data)
                     ev = evaluate_policy(policy, tasks, backend, n=args.eval)
+                    if args.save:
+                        policy.save_pretrained(f"{args.save}/{skill}_{variant}_seed{seed}")
                     row = {
                         "skill": skill,
                         "variant": variant,

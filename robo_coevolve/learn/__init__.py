@@ -1,7 +1,16 @@
 """The learner's data, training and evaluation (the policy itself is ``robo_coevolve.policy``)."""
 
 from robo_coevolve.learn.dataset import ChunkDataset
+from robo_coevolve.learn.distill import DistillConfig, Distiller
 from robo_coevolve.learn.evaluator import EvalResult, evaluate_policy
 from robo_coevolve.learn.trainer import BCTrainer, TrainConfig
 
-__all__ = ["BCTrainer", "ChunkDataset", "EvalResult", "TrainConfig", "evaluate_policy"]
+__all__ = [
+    "BCTrainer",
+    "ChunkDataset",
+    "DistillConfig",
+    "Distiller",
+    "EvalResult",
+    "TrainConfig",
+    "evaluate_policy",
+]

@@ -217,6 +217,8 @@ class VLAPolicy(nn.Module):
                 language = self._tensor(batch["language"])
             else:
                 language = self.encode_language(self._require(batch, "instruction"))
+            if cfg.film_scale_input:
+                language = language * language.shape[-1] ** -0.5
             gamma, beta = self.film(language).chunk(2, dim=-1)
             h = h * (1.0 + gamma) + beta
         return self.head(self.post(h))

@@ -181,6 +181,28 @@ def test_film_makes_the_instruction_select_the_motion():
     np.testing.assert_array_equal(again - command_as_action(obs["proprio"][:2])[:, None], predicted)
 
 
+def test_film_input_scale_divides_the_embedding_and_older_checkpoints_load_unscaled(tmp_path):
+    torch.manual_seed(0)
+    cfg = PolicyConfig(**{**STATE_ONLY, "use_language": True})
+    plain = VLAPolicy(cfg)
+    with torch.no_grad():
+        plain.film.weight.normal_()  # FiLM starts as the identity; give it some effect
+    obs = observations(cfg, 4)
+    scaled = VLAPolicy(PolicyConfig(**{**cfg.to_dict(), "film_scale_input": True}))
+    scaled.load_state_dict(plain.state_dict())  # same layout: only the input differs
+    with torch.no_grad():
+        scaled.film.weight.mul_(384**0.5)
+    np.testing.assert_allclose(scaled.predict_chunk(obs), plain.predict_chunk(obs), atol=1e-5)
+    # A checkpoint written before the setting existed has no such key: it loads unscaled.
+    plain.save_pretrained(tmp_path)
+    meta = json.loads((tmp_path / "config.json").read_text())
+    del meta["config"]["film_scale_input"]
+    (tmp_path / "config.json").write_text(json.dumps(meta))
+    loaded = VLAPolicy.from_pretrained(tmp_path)
+    assert not loaded.config.film_scale_input
+    np.testing.assert_array_equal(loaded.predict_chunk(obs), plain.predict_chunk(obs))
+
+
 def test_language_embeddings_are_cached_and_load_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
