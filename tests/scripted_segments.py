@@ -1,5 +1,7 @@
 """Library segments made from the scripted motions, for tests that need demonstrations without a
-search: ``scripted_segments("scoop", 24)``."""
+search: ``scripted_segments("scoop", 24)``. Each keeps the rest of its trial (``margin_after=None``):
+cloned from segments cut 0.2 s after the success, a policy has no data for the rest of the
+episode, and a scoop policy fine-tuned on flips forgot how to hold the egg (README, the learner)."""
 
 import numpy as np
 
@@ -19,7 +21,7 @@ def scripted_segments(skill: str, n: int, seed: int = 0) -> list:
         env.reset(seed=task.seed, options={"task": task})
         trajs.append(run_motion(env, scripted.MOTIONS[skill], seed=task.seed))
     env.close()
-    refiner = Refiner(novelty={"min_distance": 0.0})
+    refiner = Refiner(margin_after=None, novelty={"min_distance": 0.0})
     segments, _ = refiner.refine(trajs)
     refiner.close()
     return segments

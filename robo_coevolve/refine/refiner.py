@@ -70,11 +70,10 @@ class Refiner:
         thresholds: scoring thresholds (as the trials were scored with).
         min_integrity: least integrity of a kept trial.
         efficiency_ratio: most window length and blade path, relative to the batch median.
-        margin_after: s kept after the success settles; None keeps the rest of the trial. A
-            trial is judged at its end, so its tail shows what to do once the skill is done
-            (hold the egg, keep the blade off it); cloned from segments cut 0.2 s after the
-            success, a policy has no data for the rest of the episode and wanders there (measured
-            in the README's learner section).
+        margin_after: s kept after the success settles; None keeps the rest of the trial (a
+            trial is judged at its end, so its tail shows what to do once the skill is done:
+            hold the egg, keep the blade off it). The README's learner section has what each
+            choice did to cloned policies.
         smooth: smooth the actions (False keeps the source actions; they are still replayed).
         smooth_window, smooth_polyorder: Savitzky-Golay settings (control steps, degree).
         novelty: a NoveltyGate or its arguments.
@@ -85,7 +84,7 @@ class Refiner:
         thresholds: Thresholds | Mapping | None = None,
         min_integrity: float = 0.9,
         efficiency_ratio: float = 2.0,
-        margin_after: float | None = None,
+        margin_after: float | None = 0.2,
         smooth: bool = True,
         smooth_window: int = 9,
         smooth_polyorder: int = 3,

@@ -11,7 +11,7 @@
   a flip that fell back) and is pruned. A trial with no earlier attempt keeps its start: a policy
   cloned from the segment must be able to begin where an episode begins;
 
-and returns ``[attempt start, success onset + margin)`` (by default to the trial's end), which
+and returns ``[attempt start, success onset + margin)`` (or to the trial's end), which
 always covers the hold window that the success predicate checks. Blips out of the starting
 situation shorter than ``BLIP_STEPS`` (a tremor of a resting egg) do not split the stretch.
 

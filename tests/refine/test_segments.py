@@ -21,7 +21,7 @@ def test_a_failed_retry_is_pruned_and_the_successful_part_kept(retried_scoop):
     assert events["on_blade"][start:stop].any()
     assert stop - start < len(traj) // 2
 
-    segments, report = Refiner(smooth=False, margin_after=0.2).refine([traj])  # 10 steps at 50 Hz
+    segments, report = Refiner(smooth=False).refine([traj])  # margin_after 0.2 s: 10 steps at 50 Hz
     assert report.survived == report.admitted == 1
     seg = segments[0]
     assert seg.success and seg.meta["source"]["start"] == start
@@ -30,8 +30,8 @@ def test_a_failed_retry_is_pruned_and_the_successful_part_kept(retried_scoop):
     np.testing.assert_array_equal(seg.states[0], states_along(traj, env)[start])
     np.testing.assert_array_equal(seg.proprio, traj.proprio[start : stop + 1])  # the same physics
     env.close()
-    # By default the segment keeps the rest of the trial: what to do once the egg is scooped.
-    (whole,), _ = Refiner(smooth=False).refine([traj])
+    # margin_after=None keeps the rest of the trial: what to do once the egg is scooped.
+    (whole,), _ = Refiner(smooth=False, margin_after=None).refine([traj])
     assert whole.meta["source"]["start"] == start and whole.meta["source"]["stop"] == len(traj)
     assert whole.success and len(whole) == len(traj) - start
 
