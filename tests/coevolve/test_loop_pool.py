@@ -4,14 +4,12 @@ SIGKILLed run resumes to the same pool, metrics and library as an uninterrupted 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from run_killer import kill_when
 
 from robo_coevolve.coevolve import TaskPool
 from robo_coevolve.evolve.run_state import RunState, rollback
@@ -75,18 +73,7 @@ def test_the_pool_feeds_exploration_and_is_saved_with_the_run(uninterrupted):
 
 def test_the_pool_survives_a_sigkill_and_resume(uninterrupted, tmp_path):
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(command(run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 500
-        while not (run_dir / "train" / "iter_0003").exists():
-            assert proc.poll() is None, proc.stderr.read()[-3000:]
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    kill_when(command(run_dir), run_dir / "train" / "iter_0003")
     assert RunState.load(run_dir).iteration == 2
     resumed = subprocess.run(command(run_dir), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]

@@ -4,8 +4,6 @@ artefact, a SIGKILLed run resumes to the same library and metrics, bad overrides
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from run_killer import kill_when
 
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import VLAPolicy
@@ -101,20 +100,9 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
 
 def test_a_sigkilled_run_resumes_to_the_same_library_and_metrics(uninterrupted, tmp_path):
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(command(run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        # Kill it in iteration 2 after its segments are stored (training has begun), so the
-        # resume must roll the library back.
-        deadline = time.monotonic() + 500
-        while not (run_dir / "train" / "iter_0002").exists():
-            assert proc.poll() is None, proc.stderr.read()[-3000:]
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    # Kill it in iteration 2 after its segments are stored (training has begun), so the
+    # resume must roll the library back.
+    kill_when(command(run_dir), run_dir / "train" / "iter_0002")
     assert json.loads((run_dir / "state.json").read_text())["iteration"] == 1
     assert SkillLibrary(run_dir / "library").count("flip") > 0  # the interrupted iteration's segments
     # Resumed the way a user continues a tree: the run's own config, rebuilt from its .hydra folder.
