@@ -296,8 +296,8 @@ class EvolutionLoop:
         # 5-6. train, then evaluate the node and its ancestors (not before the first success)
         fit, evaluations, mastered, selection = None, {}, False, None
         if self.library.count(node.skill):
-            kept = None
-            if self.policy is not None:
+            kept = None  # the current weights, to go back to if selection rejects the new policy
+            if self.policy is not None and self.train.select_episodes:
                 kept = {name: v.clone() for name, v in self.policy.state_dict().items()}
             new_stage = self.state.trained_node != node.name
             fit = self._train(node, rng, k)
