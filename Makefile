@@ -1,13 +1,13 @@
 # Set-up is part of every target, idempotent: Debian libraries (once), a virtualenv with the CPU
 # torch pinned from this machine's wheel (an unpinned torch pulls a multi-GB CUDA build), and the
-# package itself, re-installed only when pyproject.toml changes.
+# package itself within constraints.txt (the tested versions), re-installed when either file changes.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEBIAN_PACKAGES := libusb-1.0-0 libegl1 libopengl0 libgl1-mesa-dri
 export MUJOCO_GL ?= egl
 
-.PHONY: setup system run test test-all lint bench
+.PHONY: setup system run test test-all lint bench lock
 
 setup: system $(VENV)/.installed
 
@@ -16,10 +16,10 @@ system:
 		echo "installing Debian packages: $(DEBIAN_PACKAGES)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PACKAGES); }
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,ray,export]'  # the tests run Ray and ONNX
+	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,ray,export]'  # tests run Ray, ONNX
 	@touch $@
 
 run: setup
@@ -36,3 +36,8 @@ lint: setup
 
 bench: setup
 	$(BIN)/python benchmarks/suite.py $(ARGS)
+
+# Re-pin constraints.txt to what the venv holds now (after upgrading a package and running the tests).
+lock: setup
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -v '^torch=='; } > constraints.tmp
+	mv constraints.tmp constraints.txt
