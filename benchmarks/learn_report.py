@@ -94,6 +94,9 @@ def main() -> None:
     parser.add_argument("--save", help="directory to keep each trained policy in")
     parser.add_argument("--workers", type=int, help="rollout worker processes (default: all cores)")
     parser.add_argument("--threads", type=int, help="torch CPU threads for training (default: torch's)")
+    parser.add_argument(
+        "--train", default="{}", help="TrainConfig overrides as JSON, e.g. '{\"ema_decay\": 0.999}'"
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.config:
@@ -106,7 +109,9 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     library = SkillLibrary(args.library)
-    config = TrainConfig(steps=args.steps, batch_size=args.batch, progress=False)
+    config = TrainConfig(
+        **{"steps": args.steps, "batch_size": args.batch, "progress": False, **json.loads(args.train)}
+    )
     results: dict = {"clone": [], "library": {s: library.count(s) for s in args.skills}}
 
     with LocalBackend(workers=args.workers) as backend:

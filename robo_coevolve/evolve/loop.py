@@ -10,8 +10,9 @@ Each iteration works on the first active node of the skill tree:
 4. **store**: into the run's ``SkillLibrary``;
 5. **train**: behaviour cloning of the policy on the node's segments, rehearsing its ancestors'
    (a fresh clone every iteration with ``refit``; otherwise a node's first iteration starts a new
-   stage and later ones fine-tune), then, with ``select_episodes``, keep the new policy only if
-   it does at least as well closed loop on selection tasks as the one it would replace;
+   stage and later ones fine-tune), ``candidates`` policies from different seeds; with
+   ``select_episodes``, the best of them closed loop on selection tasks replaces the current
+   policy if it does at least as well there;
 6. **evaluate**: closed-loop success of the policy on held-out tasks of the node and its ancestors
    (forgetting shows there); the tree marks the node mastered at its threshold and unlocks its
    children.
@@ -24,6 +25,7 @@ directory) ends exactly as an uninterrupted one would.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import shutil
@@ -108,13 +110,18 @@ class TrainSettings:
     uses), and the candidate replaces the current policy only if its mean success there is at
     least as high (a node's first iteration always takes it). Cloned policies differ by 10-60
     points of closed-loop success between training seeds on the same data (README), so picking
-    by rollouts, as robomimic picks checkpoints, keeps a bad draw from undoing a good one."""
+    by rollouts, as robomimic picks checkpoints, keeps a bad draw from undoing a good one.
+
+    ``candidates`` > 1 trains that many policies per iteration, each from its own seeds, and the
+    selection tasks pick the best of them (it then faces the current policy as above): the seed
+    lottery is drawn several times instead of once. It needs ``select_episodes`` > 0."""
 
     train: TrainConfig = TrainConfig(progress=False)
     finetune_steps: int = 1000
     max_segments: int = 400
     refit: bool = False
     select_episodes: int = 0
+    candidates: int = 1
 
     def __post_init__(self) -> None:
         if self.finetune_steps < 1 or self.max_segments < 1:
@@ -124,6 +131,12 @@ class TrainSettings:
             )
         if self.select_episodes < 0:
             raise ValueError(f"train.select_episodes={self.select_episodes} must be >= 0 (0: no selection)")
+        if self.candidates < 1:
+            raise ValueError(f"train.candidates={self.candidates} must be >= 1")
+        if self.candidates > 1 and not self.select_episodes:
+            raise ValueError(
+                f"train.candidates={self.candidates} needs train.select_episodes > 0 to choose among them"
+            )
 
 
 @dataclass(frozen=True)
@@ -296,12 +309,8 @@ class EvolutionLoop:
         # 5-6. train, then evaluate the node and its ancestors (not before the first success)
         fit, evaluations, mastered, selection = None, {}, False, None
         if self.library.count(node.skill):
-            kept = None  # the current weights, to go back to if selection rejects the new policy
-            if self.policy is not None and self.train.select_episodes:
-                kept = {name: v.clone() for name, v in self.policy.state_dict().items()}
-            new_stage = self.state.trained_node != node.name
-            fit = self._train(node, rng, k)
-            selection = self._select(node, k, kept, new_stage)
+            candidates = self._train(node, rng, k)
+            fit, selection = self._select(node, k, candidates, new_stage=self.state.trained_node != node.name)
             for n in [node, *self.tree.ancestors(node.name)]:
                 evaluations[n.name] = evaluate_policy(
                     self.policy, n.distribution(), self.backend, n.eval_tasks, seed=self._eval_seed(n)
@@ -533,11 +542,11 @@ class EvolutionLoop:
             }
         return successes, out
 
-    def _train(self, node: SkillNode, rng: np.random.Generator, k: int) -> dict:
-        torch.manual_seed(int(rng.integers(2**31)))
-        if self.policy is None or self.train.refit:
-            self.policy = VLAPolicy(self.policy_config)
-        c = self.policy.config
+    def _train(self, node: SkillNode, rng: np.random.Generator, k: int) -> list[tuple[VLAPolicy, dict]]:
+        """Train ``train.candidates`` policies on the node's data, each from its own seeds: fresh
+        clones (``refit``, or the run's first training), or copies of the current policy that
+        start a new stage or fine-tune. Returns (policy, training history) pairs."""
+        c = self.policy_config if self.policy is None else self.policy.config
         image = c.image_size if c.use_image else None
         limit = self.train.max_segments
 
@@ -556,22 +565,37 @@ class EvolutionLoop:
         ]
         rehearsal = ChunkDataset.concat(earlier) if earlier else None
         new_stage = self.state.trained_node != node.name or self.train.refit
-        config = replace(
-            self.train.train,
-            steps=self.train.train.steps if new_stage else self.train.finetune_steps,
-            seed=int(rng.integers(2**31)),
-            progress=False,
-        )
-        trainer = BCTrainer(self.policy, config, output_dir=self.output_dir / "train" / checkpoint_name(k))
-        return trainer.fit(current, rehearsal=rehearsal, set_normalization=new_stage)
+        out = []
+        for i in range(self.train.candidates):
+            torch.manual_seed(int(rng.integers(2**31)))
+            fresh = self.policy is None or self.train.refit
+            policy = VLAPolicy(self.policy_config) if fresh else copy.deepcopy(self.policy)
+            config = replace(
+                self.train.train,
+                steps=self.train.train.steps if new_stage else self.train.finetune_steps,
+                seed=int(rng.integers(2**31)),
+                progress=False,
+            )
+            logs = self.output_dir / "train" / checkpoint_name(k)
+            if self.train.candidates > 1:
+                logs = logs / f"candidate_{i}"
+            fit = BCTrainer(policy, config, output_dir=logs).fit(
+                current, rehearsal=rehearsal, set_normalization=new_stage
+            )
+            out.append((policy, fit))
+        return out
 
-    def _select(self, node: SkillNode, k: int, kept: dict | None, new_stage: bool) -> dict | None:
-        """Keep the newly trained policy or go back to ``kept`` (the previous weights), by closed-loop
-        success on this iteration's selection tasks (``TrainSettings.select_episodes``), both run on
-        the same tasks; returns what was measured."""
+    def _select(
+        self, node: SkillNode, k: int, candidates: list[tuple[VLAPolicy, dict]], new_stage: bool
+    ) -> tuple[dict, dict | None]:
+        """Make the best of ``candidates`` the policy, unless the current one does better closed
+        loop on this iteration's selection tasks (``TrainSettings.select_episodes``; every policy
+        runs the same tasks). A new stage takes the best candidate whatever it scores. Returns the
+        training history of the best candidate and what was measured (None without selection)."""
         n = self.train.select_episodes
         if not n:
-            return None
+            self.policy, fit = candidates[0]
+            return fit, None
         nodes = [node, *self.tree.ancestors(node.name)]
 
         def rates(policy: VLAPolicy) -> dict[str, float]:
@@ -582,16 +606,17 @@ class EvolutionLoop:
                 for m in nodes
             }
 
-        candidate = rates(self.policy)
-        if kept is None or new_stage:  # nothing comparable to replace
-            return {"candidate": candidate, "current": None, "taken": True}
-        previous = VLAPolicy(self.policy.config)
-        previous.load_state_dict(kept)
-        current = rates(previous.eval())
-        take = bool(np.mean(list(candidate.values())) >= np.mean(list(current.values())))
-        if not take:
-            self.policy = previous
-        return {"candidate": candidate, "current": current, "taken": take}
+        measured = [rates(policy) for policy, _ in candidates]
+        scores = [float(np.mean(list(r.values()))) for r in measured]
+        best = int(np.argmax(scores))  # the first of equals
+        current = None
+        if self.policy is not None and not new_stage:
+            current = rates(self.policy)
+        take = current is None or scores[best] >= float(np.mean(list(current.values())))
+        if take:
+            self.policy = candidates[best][0]
+        record = {"candidates": measured, "current": current, "taken": best if take else None}
+        return candidates[best][1], record
 
     def _select_seed(self, node: SkillNode, k: int) -> int:
         """Selection tasks of iteration ``k``: fresh each iteration (a policy is never kept for

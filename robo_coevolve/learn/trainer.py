@@ -7,6 +7,10 @@ validation by whole segments; validation loss is measured every ``eval_every`` s
 weights are kept (and saved with ``save_pretrained`` when there is an output directory), and
 training stops early after ``patience`` evaluations without improvement. Metrics (loss, val
 loss, samples/s) go to ``metrics.jsonl`` and TensorBoard in the output directory.
+
+As in Diffusion Policy, the learning rate can follow a cosine decay (``lr_schedule="cosine"``) and
+the weights that are validated and kept can be an exponential moving average of the trained ones
+(``ema_decay``, torch's ``AveragedModel``): both damp the step-to-step noise of the last iterate.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ class TrainConfig:
         patience: evaluations without a better validation loss before stopping.
         seed: batch sampling and split seed.
         progress: show a progress bar.
+        lr_schedule: "constant", or "cosine" (decay to 0 over ``steps``).
+        ema_decay: keep, validate and return an exponential moving average of the weights, its
+            decay rising to this value (None: the trained weights themselves).
         threads: torch intra-op threads while training (None: torch's default, one per core).
             One by default: beside rollout workers or any other busy process, torch's spinning
             threads slow training on a 2-core machine by 5-50x (measured here with other jobs
@@ -60,6 +67,8 @@ class TrainConfig:
     seed: int = 0
     progress: bool = True
     threads: int | None = 1
+    lr_schedule: str = "constant"
+    ema_decay: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "eval_every", "patience"):
@@ -70,8 +79,25 @@ class TrainConfig:
                 raise ValueError(f"train.{name}={getattr(self, name)} must be in [0, 1)")
         if self.lr <= 0:
             raise ValueError(f"train.lr={self.lr} must be > 0")
+        if self.lr_schedule not in ("constant", "cosine"):
+            raise ValueError(f"train.lr_schedule={self.lr_schedule!r}: use 'constant' or 'cosine'")
+        if self.ema_decay is not None and not 0 < self.ema_decay < 1:
+            raise ValueError(f"train.ema_decay={self.ema_decay} must be in (0, 1), or null for no EMA")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"train.threads={self.threads} must be >= 1 or null (torch's default)")
+
+
+def _ema_with_warmup(max_decay: float, power: float = 2 / 3):
+    """An ``AveragedModel`` update whose decay grows as ``1 - (1 + n)^-power`` up to ``max_decay``
+    (Diffusion Policy's EMA): a fixed 0.999 from step 1 averages the first, unrelated networks into
+    the kept weights (measured on flip: best validation at step 500 and 1-60% success instead of
+    57-72%)."""
+
+    def update(averaged: torch.Tensor, current: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+        decay = min(max_decay, 1.0 - (1.0 + float(n)) ** -power)
+        return averaged + (current - averaged) * (1.0 - decay)
+
+    return update
 
 
 class BCTrainer:
@@ -83,18 +109,20 @@ class BCTrainer:
         self.output_dir = None if output_dir is None else Path(output_dir)
         self.rng = np.random.default_rng(self.config.seed)
 
-    def _loss(self, data: ChunkDataset, rows: np.ndarray) -> torch.Tensor:
-        return self.policy.loss(data.batch(rows))
+    def _loss(self, data: ChunkDataset, rows: np.ndarray, policy=None) -> torch.Tensor:
+        return (policy or self.policy).loss(data.batch(rows))
 
     @torch.no_grad()
-    def validation_loss(self, data: ChunkDataset, batch_size: int = 1024) -> float:
+    def validation_loss(self, data: ChunkDataset, batch_size: int = 1024, policy=None) -> float:
+        """Mean loss of ``policy`` (default: the trained one) over ``data``."""
         if not len(data):
             return float("nan")
-        self.policy.eval()
+        policy = policy or self.policy
+        policy.eval()
         total = 0.0
         for start in range(0, len(data), batch_size):
             rows = np.arange(start, min(start + batch_size, len(data)))
-            total += float(self._loss(data, rows)) * len(rows)
+            total += float(self._loss(data, rows, policy)) * len(rows)
         return total / len(data)
 
     def fit(
@@ -120,6 +148,18 @@ class BCTrainer:
         optimiser = torch.optim.AdamW(
             [p for p in self.policy.parameters() if p.requires_grad], lr=c.lr, weight_decay=c.weight_decay
         )
+        schedule = (
+            torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=c.steps)
+            if c.lr_schedule == "cosine"
+            else None
+        )
+        ema = (
+            torch.optim.swa_utils.AveragedModel(self.policy, avg_fn=_ema_with_warmup(c.ema_decay))
+            if c.ema_decay is not None
+            else None
+        )
+        # The weights validated and kept: the average when there is one.
+        kept = ema.module if ema is not None else self.policy
         writer = metrics = None
         if self.output_dir is not None:
             from torch.utils.tensorboard import SummaryWriter
@@ -147,20 +187,25 @@ class BCTrainer:
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.grad_clip)
                 optimiser.step()
+                if schedule is not None:
+                    schedule.step()
+                if ema is not None:
+                    ema.update_parameters(self.policy)
                 seen += c.batch_size
                 bar.update(1)
                 if step % c.eval_every and step != c.steps:
                     continue
-                val = self.validation_loss(valid) if len(valid) else float(loss)
+                val = self.validation_loss(valid, policy=kept) if len(valid) else float(loss)
                 record = {
                     "step": step,
                     "loss": float(loss.detach()),
                     "val_loss": val,
+                    "lr": optimiser.param_groups[0]["lr"],
                     "samples_per_s": seen / (time.perf_counter() - start),
                 }
                 if rehearsal is not None and len(rehearsal):
                     record["rehearsal_val_loss"] = self.validation_loss(
-                        rehearsal.subset(np.arange(min(len(rehearsal), 2048)))
+                        rehearsal.subset(np.arange(min(len(rehearsal), 2048))), policy=kept
                     )
                 history.append(record)
                 bar.set_postfix(loss=f"{record['loss']:.3f}", val=f"{val:.3f}")
@@ -171,10 +216,10 @@ class BCTrainer:
                     metrics.write(json.dumps(record) + "\n")
                     metrics.flush()
                 if val < best[0]:
-                    best = (val, copy.deepcopy(self.policy.state_dict()), step)
+                    best = (val, copy.deepcopy(kept.state_dict()), step)
                     bad = 0
                     if self.output_dir is not None:
-                        self.policy.save_pretrained(self.output_dir / "best")
+                        kept.save_pretrained(self.output_dir / "best")
                 else:
                     bad += 1
                     if bad >= c.patience:

@@ -1,5 +1,5 @@
-"""Policy selection in the loop: a newly trained policy replaces the current one only if it does as
-well closed loop on the iteration's selection tasks, where both run."""
+"""Policy selection in the loop: the best of the newly trained candidates replaces the current
+policy only if it does as well closed loop on the iteration's selection tasks, where all run."""
 
 import pytest
 import torch
@@ -46,25 +46,41 @@ def random_policy() -> VLAPolicy:
     return VLAPolicy(CONFIG)  # scoops nothing
 
 
+def scooping_policy(weights) -> VLAPolicy:
+    policy = VLAPolicy(CONFIG)
+    policy.load_state_dict(weights)
+    return policy.eval()
+
+
+FIT = {"steps": 1}  # a training history stands in; selection only passes it on
+
+
 def test_a_worse_candidate_is_rejected_and_the_current_policy_stays(loop, scooping_weights):
+    current = loop.policy = scooping_policy(scooping_weights)
+    fit, result = loop._select(loop.tree.node("scoop"), 2, [(random_policy(), FIT)], new_stage=False)
+    assert result["candidates"] == [{"scoop": 0.0}] and result["current"]["scoop"] >= 0.5
+    assert result["taken"] is None and loop.policy is current and fit is FIT
+
+
+def test_the_best_candidate_is_taken_and_a_new_stage_always_takes_one(loop, scooping_weights):
     loop.policy = random_policy()
-    result = loop._select(loop.tree.node("scoop"), 2, scooping_weights, new_stage=False)
-    assert result["candidate"] == {"scoop": 0.0} and result["current"]["scoop"] >= 0.5
-    assert not result["taken"]
-    assert all(torch.equal(v, scooping_weights[k]) for k, v in loop.policy.state_dict().items())
+    good = scooping_policy(scooping_weights)
+    _, result = loop._select(
+        loop.tree.node("scoop"), 2, [(random_policy(), FIT), (good, FIT)], new_stage=False
+    )
+    assert result["taken"] == 1 and loop.policy is good
+    scores = [r["scoop"] for r in result["candidates"]]
+    assert scores[1] > scores[0] == result["current"]["scoop"] == 0
+    worse = random_policy()
+    _, result = loop._select(loop.tree.node("flip"), 3, [(worse, FIT)], new_stage=True)
+    assert result["taken"] == 0 and loop.policy is worse and result["current"] is None
+    assert set(result["candidates"][0]) == {"flip", "scoop"}  # ancestors too
 
 
-def test_a_better_candidate_is_taken_and_a_new_stage_always_is(loop, scooping_weights):
-    loop.policy = random_policy()
-    loop.policy.load_state_dict(scooping_weights)
-    worse = {k: v.clone() for k, v in random_policy().state_dict().items()}
-    result = loop._select(loop.tree.node("scoop"), 2, worse, new_stage=False)
-    assert result["taken"] and result["candidate"]["scoop"] > result["current"]["scoop"] == 0.0
-    assert all(torch.equal(v, scooping_weights[k]) for k, v in loop.policy.state_dict().items())
-    result = loop._select(loop.tree.node("flip"), 3, scooping_weights, new_stage=True)
-    assert result["taken"] and set(result["candidate"]) == {"flip", "scoop"}  # ancestors too
-
-
-def test_selection_episodes_must_not_be_negative():
+def test_selection_settings_are_checked():
     with pytest.raises(ValueError, match="select_episodes"):
         TrainSettings(select_episodes=-1)
+    with pytest.raises(ValueError, match="needs train.select_episodes"):
+        TrainSettings(candidates=2)
+    with pytest.raises(ValueError, match="candidates"):
+        TrainSettings(candidates=0, select_episodes=5)
