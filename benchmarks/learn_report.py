@@ -171,7 +171,9 @@ def main() -> None:
                 flip = dataset(library, "flip", policy, args.max_segments)
                 # Normalisation from both skills' data at the first stage, so that the second
                 # stage's inputs are in range.
-                policy.set_normalization(ChunkDataset.concat([scoop, flip]).statistics())
+                policy.set_normalization(
+                    ChunkDataset.concat([scoop, flip]).statistics(policy.config.action_mode)
+                )
                 BCTrainer(policy, config).fit(scoop, set_normalization=False)
                 before = evaluate_policy(policy, TaskDistribution.for_skill("scoop"), backend, n=args.eval)
                 BCTrainer(policy, config).fit(

@@ -144,7 +144,7 @@ class BCTrainer:
         train, valid = data.split(c.valid_fraction, self.rng)
         if set_normalization:
             stats_from = ChunkDataset.concat([train, rehearsal]) if rehearsal is not None else train
-            self.policy.set_normalization(stats_from.statistics())
+            self.policy.set_normalization(stats_from.statistics(self.policy.config.action_mode))
         optimiser = torch.optim.AdamW(
             [p for p in self.policy.parameters() if p.requires_grad], lr=c.lr, weight_decay=c.weight_decay
         )

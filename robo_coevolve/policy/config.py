@@ -41,8 +41,13 @@ class PolicyConfig:
         execute: actions of a chunk executed open loop before re-planning.
         hidden: width of the fused features.
         components: Gaussians in the mixture head.
-        min_std: floor of each Gaussian's standard deviation, in normalised delta units.
+        min_std: floor of each Gaussian's standard deviation, in normalised target units.
         dropout: dropout of the fusion MLP during training.
+        action_mode: what the head predicts. "delta": each chunk step as a change from the
+            previous command (velocity-like: fine-grained, but a re-planned chunk starts from
+            wherever the last one left the spatula, so small errors integrate). "absolute": the
+            commanded poses themselves (position control, as in Diffusion Policy: no drift, but
+            errors are a share of the whole workspace). README, "Flip", has both measured.
     """
 
     use_image: bool = True
@@ -66,6 +71,7 @@ class PolicyConfig:
     components: int = 5
     min_std: float = 1e-3
     dropout: float = 0.0
+    action_mode: str = "delta"
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -100,6 +106,7 @@ class PolicyConfig:
             "components": (self.components >= 1, "must be >= 1"),
             "min_std": (self.min_std > 0.0, "must be > 0"),
             "dropout": (0.0 <= self.dropout < 1.0, "must be in [0, 1)"),
+            "action_mode": (self.action_mode in ("delta", "absolute"), "must be 'delta' or 'absolute'"),
         }
         for name, (ok, problem) in checks.items():
             if not ok:

@@ -71,9 +71,11 @@ class ChunkGraph(nn.Module):
         best = mixture.logits.argmax(dim=-1)
         index = best.view(-1, 1, 1).expand(-1, 1, mixture.means.shape[-1])
         mode = mixture.means.gather(1, index).squeeze(1)
-        deltas = (mode * p.delta_std + p.delta_mean).view(-1, p.config.chunk, p.config.action_dim)
-        command = 2.0 * (batch["proprio"][:, 10:15] - self.low) / (self.high - self.low) - 1.0
-        return torch.clamp(command.unsqueeze(1) + deltas, -1.0, 1.0)
+        chunk = (mode * p.delta_std + p.delta_mean).view(-1, p.config.chunk, p.config.action_dim)
+        if p.config.action_mode == "delta":
+            command = 2.0 * (batch["proprio"][:, 10:15] - self.low) / (self.high - self.low) - 1.0
+            chunk = command.unsqueeze(1) + chunk
+        return torch.clamp(chunk, -1.0, 1.0)
 
 
 def graph_inputs(policy: VLAPolicy, obs: dict) -> dict[str, np.ndarray]:

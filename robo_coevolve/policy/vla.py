@@ -52,12 +52,16 @@ def normalization_stats(
     mask: np.ndarray | None = None,
     egg: np.ndarray | None = None,
     points: np.ndarray | None = None,
+    action_mode: str = "delta",
 ) -> dict[str, np.ndarray]:
     """Means and stds for :meth:`VLAPolicy.set_normalization` from training arrays: ``proprio (N, 15)``,
-    ``deltas (N, chunk, 5)`` with ``mask (N, chunk)`` (padded steps left out), ``egg (N, 13)``,
-    ``points (N, P, 3)``."""
+    ``deltas (N, chunk, 5)`` from the previous command with ``mask (N, chunk)`` (padded steps left
+    out), ``egg (N, 13)``, ``points (N, P, 3)``. ``delta_*`` describe the head's targets: the
+    deltas, or for ``action_mode="absolute"`` the actions."""
     proprio = np.asarray(proprio, np.float64)
     deltas = np.asarray(deltas, np.float64)
+    if action_mode == "absolute":
+        deltas = deltas + command_as_action(proprio)[:, None, :]
     valid = np.ones(deltas.shape[:2]) if mask is None else np.asarray(mask, np.float64)
     weight = np.broadcast_to(valid[..., None], deltas.shape)
     count = np.maximum(weight.sum(0), 1.0)
@@ -229,12 +233,21 @@ class VLAPolicy(nn.Module):
             raise KeyError(f"the policy's config needs {key!r} in the batch")
         return batch[key]
 
-    def loss(self, batch: dict) -> torch.Tensor:
-        """Mixture NLL of the batch's ``deltas (B, chunk, 5)`` (raw, normalised here) where
-        ``mask (B, chunk)`` is 1 (all steps when there is no mask)."""
+    def targets(self, batch: dict) -> torch.Tensor:
+        """The head's raw targets ``(B, chunk * 5)`` for the batch's ``deltas (B, chunk, 5)`` (actions
+        minus the previous command): those deltas, or with ``action_mode="absolute"`` the actions."""
         deltas = self._tensor(batch["deltas"])
-        b = deltas.shape[0]
-        target = (deltas.reshape(b, -1) - self.delta_mean) / self.delta_std
+        if self.config.action_mode == "absolute":
+            deltas = deltas + self._tensor(command_as_action(np.asarray(batch["proprio"]))).unsqueeze(1)
+        return deltas.reshape(deltas.shape[0], -1)
+
+    def loss(self, batch: dict) -> torch.Tensor:
+        """Mixture NLL of the batch's action chunk (``deltas (B, chunk, 5)`` from the previous
+        command; raw, converted and normalised here) where ``mask (B, chunk)`` is 1 (all steps when
+        there is no mask)."""
+        flat = self.targets(batch)
+        b = flat.shape[0]
+        target = (flat - self.delta_mean) / self.delta_std
         mask = batch.get("mask")
         if mask is not None:
             mask = self._tensor(mask).reshape(b, self.config.chunk, 1)
@@ -243,17 +256,19 @@ class VLAPolicy(nn.Module):
 
     @torch.no_grad()
     def predict_chunk(self, obs: dict) -> np.ndarray:
-        """Absolute normalised actions ``(B, chunk, 5)``: the previous command plus the most probable
-        component's delta chunk, clipped to [-1, 1]. Runs in eval mode."""
+        """Absolute normalised actions ``(B, chunk, 5)`` from the most probable component: the
+        previous command plus its delta chunk (or its poses, ``action_mode="absolute"``), clipped
+        to [-1, 1]. Runs in eval mode."""
         was_training = self.training
         self.eval()
         try:
             flat = self(obs).mode() * self.delta_std + self.delta_mean
         finally:
             self.train(was_training)
-        deltas = flat.float().cpu().numpy().reshape(-1, self.config.chunk, self.config.action_dim)
-        command = command_as_action(np.asarray(obs["proprio"]))
-        return np.clip(command[:, None, :] + deltas, -1.0, 1.0).astype(np.float32)
+        chunk = flat.float().cpu().numpy().reshape(-1, self.config.chunk, self.config.action_dim)
+        if self.config.action_mode == "delta":
+            chunk = command_as_action(np.asarray(obs["proprio"]))[:, None, :] + chunk
+        return np.clip(chunk, -1.0, 1.0).astype(np.float32)
 
     # --------------------------------------------------------------------------- policy protocol
     def reset(self, batch: int) -> None:

@@ -49,9 +49,10 @@ def policy(**config) -> VLAPolicy:
 
 STATE = dict(use_image=False, use_egg_state=True)
 IMAGE = dict(use_image=True, use_egg_state=False, image_size=64)
+ABSOLUTE = dict(STATE, action_mode="absolute")
 
 
-@pytest.mark.parametrize("config", [STATE, IMAGE], ids=["state", "image"])
+@pytest.mark.parametrize("config", [STATE, IMAGE, ABSOLUTE], ids=["state", "image", "absolute"])
 def test_onnx_actions_match_torch_for_any_batch(tmp_path, config):
     p = policy(**config)
     session = onnx_session(export_onnx(p, tmp_path / "p.onnx"))

@@ -152,6 +152,32 @@ def test_the_mixture_mode_picks_one_of_two_modes_instead_of_their_mean():
     assert sample.shape == (n, cfg.chunk * 5)
 
 
+def test_absolute_mode_predicts_poses_where_delta_mode_adds_the_last_command():
+    """The same weights read as poses (``action_mode="absolute"``) or as changes from the previous
+    command; the training targets follow the same reading."""
+    obs = observations(PolicyConfig(**STATE_ONLY), 6)
+    deltas = np.random.default_rng(4).normal(scale=0.05, size=(6, 4, 5)).astype(np.float32)
+    command = command_as_action(obs["proprio"])
+    policies = {}
+    for mode in ("delta", "absolute"):
+        torch.manual_seed(0)
+        policies[mode] = VLAPolicy(PolicyConfig(**STATE_ONLY, action_mode=mode))
+        policies[mode].set_normalization(normalization_stats(obs["proprio"], deltas, egg=obs["egg"]))
+    np.testing.assert_allclose(
+        policies["delta"].predict_chunk(obs),
+        np.clip(policies["absolute"].predict_chunk(obs) + command[:, None], -1, 1),
+        atol=1e-6,
+    )
+    batch = {**obs, "deltas": deltas}
+    np.testing.assert_allclose(
+        policies["absolute"].targets(batch).numpy(), (deltas + command[:, None]).reshape(6, -1), atol=1e-6
+    )
+    stats = normalization_stats(obs["proprio"], deltas, action_mode="absolute")
+    np.testing.assert_allclose(
+        stats["delta_mean"], (deltas + command[:, None]).reshape(6, -1).mean(0), atol=1e-6
+    )
+
+
 def test_film_makes_the_instruction_select_the_motion():
     torch.manual_seed(0)
     cfg = PolicyConfig(**{**STATE_ONLY, "use_language": True, "chunk": 2, "execute": 1})
@@ -347,6 +373,7 @@ def test_act_feeds_the_episode_time_it_counts_since_reset():
         (dict(hidden=True), "hidden"),
         (dict(min_std=0.0), "min_std"),
         (dict(control_hz=0), "control_hz"),
+        (dict(action_mode="velocity"), "action_mode"),
     ],
 )
 def test_invalid_configs_name_the_field(overrides, field):
