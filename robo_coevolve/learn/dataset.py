@@ -17,7 +17,6 @@ import numpy as np
 
 from robo_coevolve.env.rendering import StateRenderer
 from robo_coevolve.explore.policies import command_as_action
-from robo_coevolve.policy.vla import normalization_stats
 from robo_coevolve.segment import Segment
 
 
@@ -135,6 +134,23 @@ class ChunkDataset:
         return out
 
     def statistics(self, action_mode: str = "delta") -> dict[str, np.ndarray]:
-        """Means and standard deviations for the policy's normalisation (``normalization_stats``:
-        valid steps only; ``delta_*`` are the head's targets for ``action_mode``)."""
-        return normalization_stats(self.proprio, self.deltas, self.mask, self.egg, action_mode=action_mode)
+        """Means and standard deviations for the policy's normalisation; ``delta_*`` are those of
+        the head's targets (valid steps only): the deltas, or the actions for ``"absolute"``. In
+        float32 like the arrays (``policy.normalization_stats`` is the float64 version for loose
+        arrays; the two differ in the last bits, which is enough to change a trained clone)."""
+        deltas = self.deltas
+        if action_mode == "absolute":
+            deltas = deltas + command_as_action(self.proprio)[:, None, :]
+        deltas = deltas.reshape(len(self), -1)
+        weight = np.repeat(self.mask, self.deltas.shape[-1], axis=1)
+        count = np.maximum(weight.sum(0), 1.0)
+        mean = (deltas * weight).sum(0) / count
+        std = np.sqrt((((deltas - mean) ** 2) * weight).sum(0) / count)
+        return {
+            "proprio_mean": self.proprio.mean(0),
+            "proprio_std": self.proprio.std(0),
+            "egg_mean": self.egg.mean(0),
+            "egg_std": self.egg.std(0),
+            "delta_mean": mean.astype(np.float32),
+            "delta_std": std.astype(np.float32),
+        }

@@ -17,7 +17,8 @@ CONFIG = PolicyConfig(use_image=False, use_egg_state=True, use_language=False, h
 
 @pytest.fixture(scope="module")
 def scooping_weights():
-    """Weights of a policy cloned from 16 scripted scoops (scoops most tasks)."""
+    """Weights of a policy cloned from 16 scripted scoops: it scoops 40-60% of the selection tasks
+    (the last bits of its normalisation move it inside that range), a random policy none."""
     torch.manual_seed(0)
     policy = VLAPolicy(CONFIG)
     data = ChunkDataset.from_segments(scripted_segments("scoop", 16), CONFIG.chunk)
@@ -58,7 +59,7 @@ FIT = {"steps": 1}  # a training history stands in; selection only passes it on
 def test_a_worse_candidate_is_rejected_and_the_current_policy_stays(loop, scooping_weights):
     current = loop.policy = scooping_policy(scooping_weights)
     fit, result = loop._select(loop.tree.node("scoop"), 2, [(random_policy(), FIT)], new_stage=False)
-    assert result["candidates"] == [{"scoop": 0.0}] and result["current"]["scoop"] >= 0.5
+    assert result["candidates"] == [{"scoop": 0.0}] and result["current"]["scoop"] >= 0.3
     assert result["taken"] is None and loop.policy is current and fit is FIT
 
 
