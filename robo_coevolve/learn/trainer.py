@@ -90,8 +90,8 @@ class TrainConfig:
 def _ema_with_warmup(max_decay: float, power: float = 2 / 3):
     """An ``AveragedModel`` update whose decay grows as ``1 - (1 + n)^-power`` up to ``max_decay``
     (Diffusion Policy's EMA): a fixed 0.999 from step 1 averages the first, unrelated networks into
-    the kept weights (measured on flip: best validation at step 500 and 1-60% success instead of
-    57-72%)."""
+    the kept weights (measured on flip with the cosine schedule: best validation at step 500-750
+    and 1, 60 and 15% success, where the same seeds without EMA flipped 57-72%)."""
 
     def update(averaged: torch.Tensor, current: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
         decay = min(max_decay, 1.0 - (1.0 + float(n)) ** -power)
@@ -110,14 +110,14 @@ class BCTrainer:
         self.rng = np.random.default_rng(self.config.seed)
 
     def _loss(self, data: ChunkDataset, rows: np.ndarray, policy=None) -> torch.Tensor:
-        return (policy or self.policy).loss(data.batch(rows))
+        return (self.policy if policy is None else policy).loss(data.batch(rows))
 
     @torch.no_grad()
     def validation_loss(self, data: ChunkDataset, batch_size: int = 1024, policy=None) -> float:
         """Mean loss of ``policy`` (default: the trained one) over ``data``."""
         if not len(data):
             return float("nan")
-        policy = policy or self.policy
+        policy = self.policy if policy is None else policy
         policy.eval()
         total = 0.0
         for start in range(0, len(data), batch_size):
