@@ -74,6 +74,10 @@ class Refiner:
             trial is judged at its end, so its tail shows what to do once the skill is done:
             hold the egg, keep the blade off it). The README's learner section has what each
             choice did to cloned policies.
+        hold_to_end: after the window (and its margin), hold the last command until the trial's
+            horizon, and keep the segment only if the replay still succeeds with the spatula held
+            still: the policy learns to stop once the skill is done, from motions that were
+            proved to allow it, instead of copying whatever the source trial did next.
         smooth: smooth the actions (False keeps the source actions; they are still replayed).
         smooth_window, smooth_polyorder: Savitzky-Golay settings (control steps, degree).
         novelty: a NoveltyGate or its arguments.
@@ -85,6 +89,7 @@ class Refiner:
         min_integrity: float = 0.9,
         efficiency_ratio: float = 2.0,
         margin_after: float | None = 0.2,
+        hold_to_end: bool = False,
         smooth: bool = True,
         smooth_window: int = 9,
         smooth_polyorder: int = 3,
@@ -104,6 +109,7 @@ class Refiner:
         self.min_integrity = min_integrity
         self.efficiency_ratio = efficiency_ratio
         self.margin_after = margin_after
+        self.hold_to_end = hold_to_end
         self.smooth = smooth
         self.smooth_window = smooth_window
         self.smooth_polyorder = smooth_polyorder
@@ -163,6 +169,10 @@ class Refiner:
             states = states_along(traj, env)
             raw = traj.actions[start:stop]
             actions = smooth_actions(raw, self.smooth_window, self.smooth_polyorder) if self.smooth else raw
+            held = 0
+            if self.hold_to_end:
+                held = max(int(round(traj.task.horizon * traj.control_hz)) - stop, 0)
+                actions = np.concatenate([actions, np.repeat(actions[-1:], held, axis=0)])
             meta = {
                 "iteration": iteration,
                 "source": {"seed": traj.seed, "start": start, "stop": stop, **traj.meta},
@@ -172,6 +182,7 @@ class Refiner:
                     "polyorder": self.smooth_polyorder,
                 },
                 "path_length": path,
+                "held_steps": held,
             }
             segment = simulate_window(env, traj, states[start], actions, meta)
             report.replayed += 1
@@ -179,7 +190,7 @@ class Refiner:
                 continue
             dt = 1.0 / traj.control_hz
             before = mean_squared_jerk(traj.proprio[start : stop + 1, :5], dt)
-            after = mean_squared_jerk(segment.proprio[:, :5], dt)
+            after = mean_squared_jerk(segment.proprio[: stop - start + 1, :5], dt)
             segment.meta["smoothing"].update(jerk_before=before, jerk_after=after)
             report.jerk_before.append(before)
             report.jerk_after.append(after)

@@ -56,6 +56,19 @@ def test_a_smoothed_segment_that_no_longer_succeeds_is_dropped():
     assert report.survived == 1 and kept[0].success
 
 
+def test_hold_to_end_holds_the_last_command_to_the_horizon_and_still_succeeds():
+    scoop = scripted_trial("scoop", seed=0)
+    (cut,), _ = Refiner(novelty={"min_distance": 0.0}).refine([scoop])
+    (held,), report = Refiner(hold_to_end=True, novelty={"min_distance": 0.0}).refine([scoop])
+    start, stop = held.meta["source"]["start"], held.meta["source"]["stop"]
+    horizon = int(round(scoop.task.horizon * scoop.control_hz))
+    assert len(cut.actions) == stop - start < horizon - start == len(held.actions)
+    assert held.meta["held_steps"] == horizon - stop > 0
+    np.testing.assert_array_equal(held.actions[: len(cut.actions)], cut.actions)
+    assert (held.actions[len(cut.actions) :] == cut.actions[-1]).all()
+    assert held.success and report.survived == 1  # judged at the horizon, spatula held still
+
+
 def test_slow_wandering_successes_are_dropped_by_the_efficiency_filter():
     quick = [scripted_trial("scoop", seed=s, horizon=4.0) for s in range(3)]
     slow = scripted_trial("scoop", seed=3, horizon=4.0, motion=lambda o: scripted.scoop(o, push_end=2.6))
