@@ -144,12 +144,13 @@ class Refiner:
         for traj in gentle:
             scorer = Scorer(1.0 / traj.control_hz, self.thresholds)
             margin = None if self.margin_after is None else int(round(self.margin_after * traj.control_hz))
-            window = core_window(traj, scorer, margin)
+            events = scorer.events(traj.record())  # once: both the window and the onset read them
+            window = core_window(traj, scorer, margin, events)
             if window is not None:
                 start, stop = window
                 # Efficiency is how long and how far the attempt went until it succeeded; the
                 # tail after it (holding, or the whole rest of the trial) is not part of that.
-                onset = max(success_onset(traj, scorer), start + 1)
+                onset = max(success_onset(traj, scorer, events), start + 1)
                 path = float(
                     np.linalg.norm(np.diff(traj.proprio[start : onset + 1, :3], axis=0), axis=1).sum()
                 )

@@ -61,10 +61,11 @@ def _last_stretch_start(condition: np.ndarray) -> int:
     return int(before[-1]) + 1 if len(before) else 0
 
 
-def success_onset(traj: Trajectory, scorer: Scorer) -> int | None:
+def success_onset(traj: Trajectory, scorer: Scorer, events: dict | None = None) -> int | None:
     """First control step of the final, unbroken run of steps after which ``traj`` would count as
-    a success, or None when it did not succeed."""
-    ev = scorer.events(traj.record())
+    a success, or None when it did not succeed. ``events``: ``scorer.events(traj.record())`` if the
+    caller already has them."""
+    ev = scorer.events(traj.record()) if events is None else events
     holds = success_over_time(traj.task.skill, ev, scorer.hold_steps, scorer.thresholds)
     if not len(holds) or not holds[-1]:
         return None
@@ -72,14 +73,16 @@ def success_onset(traj: Trajectory, scorer: Scorer) -> int | None:
     return int(broken[-1]) + 1 if len(broken) else 0
 
 
-def core_window(traj: Trajectory, scorer: Scorer, margin_after: int | None = None) -> tuple[int, int] | None:
+def core_window(
+    traj: Trajectory, scorer: Scorer, margin_after: int | None = None, events: dict | None = None
+) -> tuple[int, int] | None:
     """``(start, stop)`` control steps of the core segment of a successful ``traj``, or None when
     the trial did not succeed; ``margin_after`` steps are kept after the success onset (None: the
-    rest of the trial)."""
-    onset = success_onset(traj, scorer)
+    rest of the trial). ``events`` as for ``success_onset``."""
+    ev = scorer.events(traj.record()) if events is None else events
+    onset = success_onset(traj, scorer, ev)
     if onset is None:
         return None
-    ev = scorer.events(traj.record())
     first_held = max(0, onset - scorer.hold_steps + 1)  # the hold window must lie inside
     ready = attempt_start_condition(traj.task.skill, ev)[:first_held]
     start = min(_last_stretch_start(ready), first_held) if ready.any() else 0
