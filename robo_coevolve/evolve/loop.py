@@ -565,10 +565,10 @@ class EvolutionLoop:
         ]
         rehearsal = ChunkDataset.concat(earlier) if earlier else None
         new_stage = self.state.trained_node != node.name or self.train.refit
+        fresh = self.policy is None or self.train.refit
         out = []
         for i in range(self.train.candidates):
             torch.manual_seed(int(rng.integers(2**31)))
-            fresh = self.policy is None or self.train.refit
             policy = VLAPolicy(self.policy_config) if fresh else copy.deepcopy(self.policy)
             config = replace(
                 self.train.train,
