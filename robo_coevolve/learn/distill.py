@@ -4,7 +4,9 @@ The teacher (e.g. the image policy: camera + instruction + proprioception + time
 with the action chunk it would execute there: its most probable component's delta chunk, clipped
 as ``predict_chunk`` clips it, taken from the previous command. The student (a small ``VLAPolicy``
 reading proprioception, the egg state, the time and the instruction, no camera) is trained by
-the trainer's loss, its mixture NLL, on those labels. The labelled states come from
+the trainer's loss, its mixture NLL, on those labels; a ``predict_end`` teacher also labels where
+it deems the motion over (chunk steps with an end probability above its threshold), which the
+student's end head learns. The labelled states come from
 
 1. the library's segments (the states the teacher was cloned on);
 2. the teacher's own closed-loop episodes on fresh tasks (the states the teacher really visits);
@@ -123,18 +125,23 @@ class Distiller:
 
     # ------------------------------------------------------------------------------ labels
     @torch.no_grad()
-    def label(self, obs: dict) -> np.ndarray:
+    def label(self, obs: dict) -> tuple[np.ndarray, np.ndarray]:
         """The teacher's executed chunk ``(N, chunk, 5)`` at each state of ``obs`` (the teacher's
-        inputs, batched), as deltas from the previous command: what the student is trained on."""
+        inputs, batched), as deltas from the previous command: what the student is trained on; and
+        the mask ``(N, chunk)``: 0 where a ``predict_end`` teacher deems the step past the end."""
         n = len(obs["proprio"])
-        out = []
+        c = self.teacher.config
+        chunks, masks = [], []
         for start in range(0, n, self.config.label_batch):
             rows = slice(start, min(start + self.config.label_batch, n))
             part = {k: (v[rows] if v is not None else None) for k, v in obs.items()}
-            out.append(self.teacher.predict_chunk(part))
-        absolute = np.concatenate(out) if out else np.zeros((0, self.teacher.config.chunk, 5), np.float32)
+            chunk, end = self.teacher.predict(part)
+            chunks.append(chunk)
+            masks.append(np.ones(chunk.shape[:2], np.float32) if end is None else (end <= c.end_threshold))
+        absolute = np.concatenate(chunks) if chunks else np.zeros((0, c.chunk, 5), np.float32)
+        mask = np.concatenate(masks).astype(np.float32) if masks else np.zeros((0, c.chunk), np.float32)
         command = command_as_action(np.asarray(obs["proprio"]))
-        return (absolute - command[:, None, :]).astype(np.float32)
+        return (absolute - command[:, None, :]).astype(np.float32), mask
 
     def _teacher_inputs(self, data: ChunkDataset) -> dict:
         c = self.teacher.config
@@ -147,11 +154,9 @@ class Distiller:
         }
 
     def _labelled(self, data: ChunkDataset) -> ChunkDataset:
-        """``data`` with the teacher's chunks as targets (every step valid) and no images."""
-        deltas = self.label(self._teacher_inputs(data))
-        return dataclasses.replace(
-            data, deltas=deltas, mask=np.ones(deltas.shape[:2], np.float32), image=None
-        )
+        """``data`` with the teacher's chunks (and ends) as targets, and no images."""
+        deltas, mask = self.label(self._teacher_inputs(data))
+        return dataclasses.replace(data, deltas=deltas, mask=mask, image=None)
 
     def from_segments(self, segments: Sequence[Segment]) -> ChunkDataset:
         """The library's states, labelled by the teacher."""
@@ -214,14 +219,16 @@ class Distiller:
     @torch.no_grad()
     def agreement(self, student: VLAPolicy, data: ChunkDataset) -> float:
         """Mean absolute difference between the student's and the teacher's executed actions (the
-        first ``execute`` of each chunk, normalised action units) on labelled ``data``."""
-        if not len(data):
+        first ``execute`` of each chunk, normalised action units, steps the teacher deems past the
+        end left out) on labelled ``data``."""
+        valid = data.mask[:, : self.teacher.config.execute]
+        if not valid.sum():
             return float("nan")
-        e = self.teacher.config.execute
+        e = valid.shape[1]
         obs = {"proprio": data.proprio, "egg": data.egg, "time": data.time, "instruction": data.instruction}
         predicted = student.predict_chunk(obs)[:, :e]
         target = np.clip(command_as_action(data.proprio)[:, None, :] + data.deltas[:, :e], -1.0, 1.0)
-        return float(np.abs(predicted - target).mean())
+        return float((np.abs(predicted - target).mean(-1) * valid).sum() / valid.sum())
 
     def distill(
         self, segments: Sequence[Segment], tasks: TaskDistribution, output_dir=None

@@ -39,10 +39,18 @@ class PolicyConfig:
         proprio_dim, egg_dim, action_dim: observation and action sizes.
         chunk: future actions predicted per step.
         execute: actions of a chunk executed open loop before re-planning.
+        predict_end: also predict, for each step of the chunk, whether it lies past the end of
+            the demonstration (the padded steps that training masks out). Once a re-plan predicts
+            that the demonstration ends within the chunk, the episode holds its last command to
+            the end: the skill knows it is done instead of moving on with actions it never saw
+            (a demo ends a moment after its success). README, "Knowing when a skill is done".
+        end_threshold: probability above which the demonstration counts as ending in the chunk.
         hidden: width of the fused features.
         components: Gaussians in the mixture head.
         min_std: floor of each Gaussian's standard deviation, in normalised target units.
         dropout: dropout of the fusion MLP during training.
+        input_noise: std of Gaussian noise added to the normalised proprioception and egg state
+            during training, so the policy also sees states a little off the demonstrations.
         action_mode: what the head predicts. "delta": each chunk step as a change from the
             previous command (velocity-like: fine-grained, but a re-planned chunk starts from
             wherever the last one left the spatula, so small errors integrate). "absolute": the
@@ -67,10 +75,13 @@ class PolicyConfig:
     action_dim: int = 5
     chunk: int = 8
     execute: int = 4
+    predict_end: bool = False
+    end_threshold: float = 0.5
     hidden: int = 256
     components: int = 5
     min_std: float = 1e-3
     dropout: float = 0.0
+    input_noise: float = 0.0
     action_mode: str = "delta"
 
     def __post_init__(self) -> None:
@@ -102,10 +113,12 @@ class PolicyConfig:
             "action_dim": (self.action_dim >= 1, "must be >= 1"),
             "chunk": (self.chunk >= 1, "must be >= 1"),
             "execute": (1 <= self.execute <= self.chunk, f"must be in [1, chunk={self.chunk}]"),
+            "end_threshold": (0.0 < self.end_threshold < 1.0, "must be in (0, 1)"),
             "hidden": (self.hidden >= 1, "must be >= 1"),
             "components": (self.components >= 1, "must be >= 1"),
             "min_std": (self.min_std > 0.0, "must be > 0"),
             "dropout": (0.0 <= self.dropout < 1.0, "must be in [0, 1)"),
+            "input_noise": (self.input_noise >= 0.0, "must be >= 0"),
             "action_mode": (self.action_mode in ("delta", "absolute"), "must be 'delta' or 'absolute'"),
         }
         for name, (ok, problem) in checks.items():

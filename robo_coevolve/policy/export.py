@@ -26,6 +26,13 @@ from robo_coevolve.policy.vla import VLAPolicy
 
 INSTALL_HINT = "pip install 'robo_coevolve[export]'"
 OUTPUT = "actions"
+END_OUTPUT = "end_prob"  # predict_end policies only
+
+
+def output_names(policy: VLAPolicy) -> list[str]:
+    """The exported graph's outputs: the action chunk, and for ``predict_end`` policies the
+    probability that each chunk step lies past the demonstration's end."""
+    return [OUTPUT] + [END_OUTPUT] * policy.config.predict_end
 
 
 class ExportError(RuntimeError):
@@ -51,7 +58,8 @@ def input_names(policy: VLAPolicy) -> list[str]:
 class ChunkGraph(nn.Module):
     """``predict_chunk`` as a pure tensor function of the inputs named by :func:`input_names`:
     proprio ``(B, 15)``, egg ``(B, 13)``, time ``(B,)`` in s, image ``(B, H, W, 3)`` uint8,
-    points ``(B, N, 3)``, language ``(B, E)``; out: actions ``(B, chunk, 5)`` in [-1, 1].
+    points ``(B, N, 3)``, language ``(B, E)``; out: actions ``(B, chunk, 5)`` in [-1, 1], and with
+    ``predict_end`` also ``end_prob (B, chunk)``.
 
     The mixture's mode is taken with ``gather`` instead of ``GaussianMixture.mode``'s arange
     indexing, which a trace would freeze to the example's batch size.
@@ -64,10 +72,11 @@ class ChunkGraph(nn.Module):
         self.register_buffer("low", torch.as_tensor(_LOW, dtype=torch.float32))
         self.register_buffer("high", torch.as_tensor(_HIGH, dtype=torch.float32))
 
-    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         p = self.policy
         batch = dict(zip(self.names, inputs, strict=True))
-        mixture = p(batch)
+        prediction = p(batch)
+        mixture = prediction.mixture
         best = mixture.logits.argmax(dim=-1)
         index = best.view(-1, 1, 1).expand(-1, 1, mixture.means.shape[-1])
         mode = mixture.means.gather(1, index).squeeze(1)
@@ -75,7 +84,10 @@ class ChunkGraph(nn.Module):
         if p.config.action_mode == "delta":
             command = 2.0 * (batch["proprio"][:, 10:15] - self.low) / (self.high - self.low) - 1.0
             chunk = command.unsqueeze(1) + chunk
-        return torch.clamp(chunk, -1.0, 1.0)
+        chunk = torch.clamp(chunk, -1.0, 1.0)
+        if prediction.end_logits is None:
+            return chunk
+        return chunk, torch.sigmoid(prediction.end_logits)
 
 
 def graph_inputs(policy: VLAPolicy, obs: dict) -> dict[str, np.ndarray]:
@@ -119,7 +131,8 @@ def export_onnx(policy: VLAPolicy, path: str | os.PathLike, opset: int = 17, bat
     graph = ChunkGraph(policy)
     feeds = graph_inputs(policy, example_observation(policy, batch, np.random.default_rng(0)))
     names = list(feeds)
-    dynamic = {name: {0: "batch"} for name in [*names, OUTPUT]}
+    outputs = output_names(policy)
+    dynamic = {name: {0: "batch"} for name in [*names, *outputs]}
     args = tuple(torch.from_numpy(feeds[n]) for n in names)
     with torch.no_grad(), warnings.catch_warnings():
         # The trace fixes Python-level shape checks (SmallCNN's resize) to the example: intended.
@@ -132,7 +145,7 @@ def export_onnx(policy: VLAPolicy, path: str | os.PathLike, opset: int = 17, bat
                 args,
                 str(path),
                 input_names=names,
-                output_names=[OUTPUT],
+                output_names=outputs,
                 dynamic_axes=dynamic,
                 opset_version=opset,
                 dynamo=False,
@@ -152,16 +165,19 @@ def onnx_session(path: str | os.PathLike, threads: int = 1):
 
 
 def check_parity(policy: VLAPolicy, session, obs: dict, atol: float = 1e-4) -> float:
-    """Largest absolute difference between the exported graph's actions and ``predict_chunk``'s
-    on ``obs``; raises :class:`ExportError` above ``atol``."""
+    """Largest absolute difference between the exported graph's outputs (actions, and end
+    probabilities for ``predict_end``) and :meth:`VLAPolicy.predict`'s on ``obs``; raises
+    :class:`ExportError` above ``atol``."""
     feeds = graph_inputs(policy, obs)
-    expected = policy.predict_chunk({**obs, "language": feeds.get("language")})
-    (got,) = session.run([OUTPUT], feeds)
-    if got.shape != expected.shape:
-        raise ExportError(f"exported actions have shape {got.shape}, torch gives {expected.shape}")
-    error = float(np.max(np.abs(got - expected)))
-    if not error <= atol:  # also catches NaN
-        raise ExportError(f"exported actions differ from torch by {error:.2e} (> {atol:.0e})")
+    actions, end = policy.predict({**obs, "language": feeds.get("language")})
+    expected = {OUTPUT: actions, END_OUTPUT: end}
+    error = 0.0
+    for name, got in zip(output_names(policy), session.run(output_names(policy), feeds), strict=True):
+        if got.shape != expected[name].shape:
+            raise ExportError(f"exported {name} have shape {got.shape}, torch gives {expected[name].shape}")
+        error = max(error, float(np.max(np.abs(got - expected[name]))))
+        if not error <= atol:  # also catches NaN
+            raise ExportError(f"exported {name} differ from torch by {error:.2e} (> {atol:.0e})")
     return error
 
 

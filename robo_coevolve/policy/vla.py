@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from robo_coevolve.explore.policies import command_as_action
@@ -80,6 +82,16 @@ def normalization_stats(
         flat = np.asarray(points, np.float64).reshape(-1, 3)
         stats["points_mean"], stats["points_std"] = flat.mean(0), flat.std(0)
     return {k: v.astype(np.float32) for k, v in stats.items()}
+
+
+@dataclass
+class ChunkPrediction:
+    """What the network predicts for a batch: the ``mixture`` over normalised action chunks
+    ``(B, chunk * 5)`` and, with ``predict_end``, ``end_logits (B, chunk)``: that each chunk step
+    lies past the demonstration's end."""
+
+    mixture: GaussianMixture
+    end_logits: torch.Tensor | None = None
 
 
 class VLAPolicy(nn.Module):
@@ -148,7 +160,11 @@ class VLAPolicy(nn.Module):
                 self.film.bias.zero_()
         self.post = nn.Sequential(nn.ReLU(), nn.Dropout(config.dropout), nn.Linear(h, h), nn.ReLU())
         self.head = GMMChunkHead(h, flat, config.components, config.min_std)
+        # Logits that each chunk step lies past the demonstration's end (predict_end).
+        self.end_head: nn.Linear | None = nn.Linear(h, config.chunk) if config.predict_end else None
         self._plan: np.ndarray | None = None
+        self._ended = np.zeros(0, bool)  # (B,) episodes whose motion is over: they hold _last
+        self._last: np.ndarray | None = None  # (B, 5) the actions returned last
         self._cursor = 0
         self._steps = 0
 
@@ -197,16 +213,24 @@ class VLAPolicy(nn.Module):
             getattr(self, key).copy_(torch.as_tensor(v, dtype=torch.float32))
 
     # ---------------------------------------------------------------------------------- network
-    def forward(self, batch: dict) -> GaussianMixture:
-        """The mixture over normalised delta chunks for ``batch``: ``proprio (B, 15)``, plus as
-        configured ``egg (B, 13)``, ``image (B, H, W, 3)`` uint8, ``points (B, N, 3)`` and either
-        ``language (B, E)`` embeddings or ``instruction`` (B strings). Tensors or arrays."""
+    def forward(self, batch: dict) -> ChunkPrediction:
+        """The prediction for ``batch``: ``proprio (B, 15)``, plus as configured ``egg (B, 13)``,
+        ``image (B, H, W, 3)`` uint8, ``points (B, N, 3)`` and either ``language (B, E)``
+        embeddings or ``instruction`` (B strings). Tensors or arrays."""
+        features = self.features(batch)
+        end = None if self.end_head is None else self.end_head(features)
+        return ChunkPrediction(self.head(features), end)
+
+    def features(self, batch: dict) -> torch.Tensor:
+        """The fused, instruction-modulated features ``(B, hidden)`` that the heads decode."""
         cfg = self.config
         proprio = self._tensor(batch["proprio"])
         features = [(proprio - self.proprio_mean) / self.proprio_std]
         if cfg.use_egg_state:
             egg = self._tensor(self._require(batch, "egg"))
             features.append((egg - self.egg_mean) / self.egg_std)
+        if self.training and cfg.input_noise > 0.0:  # the states a drifting closed loop visits
+            features = [f + cfg.input_noise * torch.randn_like(f) for f in features]
         if cfg.use_time:
             time = self._tensor(self._require(batch, "time")).reshape(-1, 1)
             features.append(time / TIME_SCALE - 1.0)
@@ -225,7 +249,7 @@ class VLAPolicy(nn.Module):
                 language = language * language.shape[-1] ** -0.5
             gamma, beta = self.film(language).chunk(2, dim=-1)
             h = h * (1.0 + gamma) + beta
-        return self.head(self.post(h))
+        return self.post(h)
 
     @staticmethod
     def _require(batch: dict, key: str):
@@ -244,53 +268,94 @@ class VLAPolicy(nn.Module):
     def loss(self, batch: dict) -> torch.Tensor:
         """Mixture NLL of the batch's action chunk (``deltas (B, chunk, 5)`` from the previous
         command; raw, converted and normalised here) where ``mask (B, chunk)`` is 1 (all steps when
-        there is no mask)."""
+        there is no mask); with ``predict_end``, plus the binary cross-entropy of the mask's 0s
+        (steps past the demonstration's end), summed over the chunk."""
         flat = self.targets(batch)
-        b = flat.shape[0]
+        b, chunk = flat.shape[0], self.config.chunk
         target = (flat - self.delta_mean) / self.delta_std
-        mask = batch.get("mask")
-        if mask is not None:
-            mask = self._tensor(mask).reshape(b, self.config.chunk, 1)
-            mask = mask.expand(b, self.config.chunk, self.config.action_dim).reshape(b, -1)
-        return self(batch).nll(target, mask)
+        valid = batch.get("mask")
+        valid = None if valid is None else self._tensor(valid).reshape(b, chunk)
+        mask = None if valid is None else valid.unsqueeze(-1).expand(b, chunk, self.config.action_dim)
+        prediction = self(batch)
+        loss = prediction.mixture.nll(target, None if mask is None else mask.reshape(b, -1))
+        if prediction.end_logits is not None:
+            ended = torch.zeros(b, chunk, device=flat.device) if valid is None else 1.0 - valid
+            loss = (
+                loss
+                + F.binary_cross_entropy_with_logits(prediction.end_logits, ended, reduction="none")
+                .sum(-1)
+                .mean()
+            )
+        return loss
 
-    @torch.no_grad()
     def predict_chunk(self, obs: dict) -> np.ndarray:
         """Absolute normalised actions ``(B, chunk, 5)`` from the most probable component: the
         previous command plus its delta chunk (or its poses, ``action_mode="absolute"``), clipped
         to [-1, 1]. Runs in eval mode."""
+        return self.predict(obs)[0]
+
+    @torch.no_grad()
+    def predict(self, obs: dict) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`predict_chunk`'s actions and, with ``predict_end``, the probability ``(B, chunk)``
+        that each of their steps lies past the demonstration's end (else None)."""
         was_training = self.training
         self.eval()
         try:
-            flat = self(obs).mode() * self.delta_std + self.delta_mean
+            prediction = self(obs)
+            flat = prediction.mixture.mode() * self.delta_std + self.delta_mean
+            end = prediction.end_logits
+            end = None if end is None else torch.sigmoid(end)
         finally:
             self.train(was_training)
         chunk = flat.float().cpu().numpy().reshape(-1, self.config.chunk, self.config.action_dim)
         if self.config.action_mode == "delta":
             chunk = command_as_action(np.asarray(obs["proprio"]))[:, None, :] + chunk
-        return np.clip(chunk, -1.0, 1.0).astype(np.float32)
+        end = None if end is None else end.float().cpu().numpy()
+        return np.clip(chunk, -1.0, 1.0).astype(np.float32), end
 
     # --------------------------------------------------------------------------- policy protocol
     def reset(self, batch: int) -> None:
         """Start ``batch`` new episodes: drop the queued actions."""
-        self._plan = None
+        self._plan = self._last = None
         self._cursor = 0
         self._steps = 0
+        self._ended = np.zeros(batch, bool)
 
     def act(self, obs: dict) -> np.ndarray:
-        """Next actions ``(B, 5)``: from the queued chunk, re-planned every ``execute`` steps."""
+        """Next actions ``(B, 5)``: from the queued chunk, re-planned every ``execute`` steps.
+
+        With ``predict_end``, an episode whose re-plan predicts that the demonstration ends within
+        the chunk has done its skill: it holds its last action from then on (and once every
+        episode has, the network is no longer called)."""
         b = len(obs["proprio"])
-        if self._plan is None or self._cursor >= self.config.execute or len(self._plan) != b:
+        cfg = self.config
+        if len(self._ended) != b:
+            self.reset(b)
+        if self._last is None:
+            self._last = command_as_action(np.asarray(obs["proprio"], np.float32))
+        if self._ended.all():
+            return self._last.copy()
+        end = None
+        if self._plan is None or self._cursor >= cfg.execute:
             # The explorer steps every episode in lockstep, so all queues empty together: one
             # network call re-plans the whole batch.
-            if self.config.use_time and "time" not in obs:
-                obs = {**obs, "time": np.full(b, self._steps / self.config.control_hz, np.float32)}
-            self._plan = self.predict_chunk(obs)[:, : self.config.execute]
+            chunk, end = self.predict(self._timed(obs, b))
+            self._plan = chunk[:, : cfg.execute]
             self._cursor = 0
         action = self._plan[:, self._cursor]
         self._cursor += 1
+        if end is not None:
+            self._ended |= end.max(-1) > cfg.end_threshold
+        action = np.where(self._ended[:, None], self._last, action)
         self._steps += 1
-        return action.copy()
+        self._last = np.asarray(action, np.float32)
+        return self._last.copy()
+
+    def _timed(self, obs: dict, b: int) -> dict:
+        """``obs`` with the episode time this policy has counted, unless it brings its own."""
+        if self.config.use_time and "time" not in obs:
+            return {**obs, "time": np.full(b, self._steps / self.config.control_hz, np.float32)}
+        return obs
 
     # ------------------------------------------------------------------------------ checkpoints
     def save_pretrained(self, directory: str | os.PathLike) -> None:

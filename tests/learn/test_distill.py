@@ -111,3 +111,20 @@ def test_the_distilled_student_reproduces_the_teacher_on_held_out_states(teacher
     assert hold > 1e-3, hold  # the teacher moves: holding still is not already the answer
     # Measured: error 2e-4, hold 4e-3, untrained 0.43.
     assert error < 0.15 * hold and error < 0.02 * untrained, (error, hold, untrained)
+
+
+def test_a_teacher_that_knows_its_end_labels_it_for_the_student(segments):
+    """A predict_end teacher's end probabilities become the student's mask: steps it deems past
+    the end are 0, so the student's end head learns where the teacher stops."""
+    torch.manual_seed(0)
+    config = PolicyConfig(
+        use_image=False, use_egg_state=True, use_language=False, hidden=16, predict_end=True
+    )
+    teacher = VLAPolicy(config).eval()
+    with torch.no_grad():  # "past the end" from chunk step 5 on, whatever the state
+        teacher.end_head.weight.zero_()
+        teacher.end_head.bias.copy_(torch.where(torch.arange(config.chunk) >= 5, 6.0, -6.0))
+    with LocalBackend(workers=1) as backend:
+        data = Distiller(teacher, backend).from_segments(segments[:2])
+    assert student_config(teacher.config).predict_end
+    np.testing.assert_array_equal(data.mask, np.broadcast_to(np.arange(config.chunk) < 5, data.mask.shape))

@@ -13,6 +13,7 @@ from robo_coevolve.policy import PolicyConfig, VLAPolicy
 pytest.importorskip("onnxruntime")  # a guard only: the test install (make test) includes the extra
 
 from robo_coevolve.policy.export import (  # noqa: E402
+    END_OUTPUT,
     OUTPUT,
     ExportError,
     check_parity,
@@ -50,9 +51,10 @@ def policy(**config) -> VLAPolicy:
 STATE = dict(use_image=False, use_egg_state=True)
 IMAGE = dict(use_image=True, use_egg_state=False, image_size=64)
 ABSOLUTE = dict(STATE, action_mode="absolute")
+END = dict(STATE, predict_end=True)
 
 
-@pytest.mark.parametrize("config", [STATE, IMAGE, ABSOLUTE], ids=["state", "image", "absolute"])
+@pytest.mark.parametrize("config", [STATE, IMAGE, ABSOLUTE, END], ids=["state", "image", "absolute", "end"])
 def test_onnx_actions_match_torch_for_any_batch(tmp_path, config):
     p = policy(**config)
     session = onnx_session(export_onnx(p, tmp_path / "p.onnx"))
@@ -64,6 +66,11 @@ def test_onnx_actions_match_torch_for_any_batch(tmp_path, config):
         (actions,) = session.run([OUTPUT], graph_inputs(p, obs))
         assert actions.shape == (batch, 8, 5) and np.abs(actions).max() <= 1.0
         assert batch == 1 or np.ptp(actions[:, 0], axis=0).max() > 1e-3  # per-row inputs, per-row actions
+    outputs = [o.name for o in session.get_outputs()]
+    assert outputs == ([OUTPUT, END_OUTPUT] if p.config.predict_end else [OUTPUT])
+    if p.config.predict_end:  # checked against torch by check_parity above
+        (end,) = session.run([END_OUTPUT], graph_inputs(p, obs))
+        assert end.shape == (7, 8) and np.all((end >= 0) & (end <= 1))
 
 
 @pytest.mark.parametrize("config", [STATE, IMAGE], ids=["state", "image"])

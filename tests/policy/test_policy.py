@@ -97,7 +97,7 @@ def test_forward_loss_and_predict_shapes(overrides):
     assert policy.privileged == cfg.use_egg_state
     assert policy.image_size == (cfg.image_size if cfg.use_image else None)
     obs = observations(cfg, 3)
-    mixture = policy(obs)
+    mixture = policy(obs).mixture
     k, d = cfg.components, cfg.chunk * cfg.action_dim
     assert mixture.logits.shape == (3, k)
     assert mixture.means.shape == mixture.log_stds.shape == (3, k, d)
@@ -147,7 +147,7 @@ def test_the_mixture_mode_picks_one_of_two_modes_instead_of_their_mean():
     assert np.all(np.abs(predicted) > 0.35), predicted
     # One mode for the whole chunk: all dims on the same side, not a per-dim mixture.
     assert np.all(np.sign(predicted) == np.sign(predicted.flat[0]))
-    mixture = policy(obs)
+    mixture = policy(obs).mixture
     sample = mixture.sample(torch.Generator().manual_seed(0))
     assert sample.shape == (n, cfg.chunk * 5)
 
@@ -349,6 +349,50 @@ def test_act_executes_chunks_open_loop_and_reset_clears_the_queue():
     assert len(calls) == 4  # a fresh plan right after reset, mid-chunk
 
 
+def test_predict_end_learns_where_demos_end_and_an_ended_episode_holds_its_command():
+    """Samples whose egg state says "done" have a demo that ends after 2 of the chunk's 4 steps
+    (mask 1, 1, 0, 0); the others go on. The end head learns that split, and in closed loop an
+    episode whose re-plan predicts an end holds its last action while the others follow the plan."""
+    torch.manual_seed(0)
+    cfg = PolicyConfig(**{**STATE_ONLY, "predict_end": True})
+    policy = VLAPolicy(cfg)
+    batch = observations(cfg, 256, seed=1)
+    done = np.arange(256) % 2 == 0
+    batch["egg"][:, 0] = np.where(done, 1.5, -1.5)
+    batch["deltas"] = demo_deltas(np.full(256, 0.3, np.float32), cfg.chunk, seed=1)
+    batch["mask"] = np.where(done[:, None], [1, 1, 0, 0], [1, 1, 1, 1]).astype(np.float32)
+    losses = fit(policy, batch, steps=300)
+    assert losses[-1] < losses[0]
+    _, end = policy.predict(batch)
+    assert end.shape == (256, cfg.chunk)
+    assert np.mean(end[done, 2:] > 0.5) > 0.95 and np.mean(end[done, :2] < 0.5) > 0.95
+    assert np.mean(end[~done] < 0.5) > 0.95
+
+    obs = observations(cfg, 8, seed=2)
+    obs["egg"][:, 0] = np.where(np.arange(8) < 4, 1.5, -1.5)  # the first four are done
+    del obs["time"]
+    policy.reset(8)
+    plan = policy.predict({**obs, "time": np.zeros(8, np.float32)})[0]
+    actions = np.stack([policy.act(obs) for _ in range(6)], axis=1)
+    hold = command_as_action(obs["proprio"])
+    np.testing.assert_allclose(actions[:4], np.broadcast_to(hold[:4, None], (4, 6, 5)), atol=1e-6)
+    np.testing.assert_allclose(actions[4:, :2], plan[4:, :2], atol=1e-6)
+    assert np.abs(actions[4:, 0] - hold[4:]).max() > 0.05  # the others move
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.3])
+def test_input_noise_perturbs_the_state_in_training_only(noise):
+    torch.manual_seed(0)
+    cfg = PolicyConfig(**{**STATE_ONLY, "input_noise": noise})
+    policy = VLAPolicy(cfg)
+    obs = observations(cfg, 4)
+    policy.train()
+    first, second = policy(obs).mixture.means, policy(obs).mixture.means
+    assert torch.equal(first, second) == (noise == 0.0)
+    policy.eval()
+    assert torch.equal(policy(obs).mixture.means, policy(obs).mixture.means)
+
+
 def test_act_feeds_the_episode_time_it_counts_since_reset():
     cfg = PolicyConfig(**{**STATE_ONLY, "chunk": 4, "execute": 2, "control_hz": 50.0})
     policy = VLAPolicy(cfg)
@@ -374,6 +418,8 @@ def test_act_feeds_the_episode_time_it_counts_since_reset():
         (dict(min_std=0.0), "min_std"),
         (dict(control_hz=0), "control_hz"),
         (dict(action_mode="velocity"), "action_mode"),
+        (dict(end_threshold=1.0), "end_threshold"),
+        (dict(input_noise=-0.1), "input_noise"),
     ],
 )
 def test_invalid_configs_name_the_field(overrides, field):
@@ -402,13 +448,13 @@ def test_act_feeds_the_episode_time_it_counts_itself():
     cfg = PolicyConfig(use_image=False, use_egg_state=True, use_language=False, hidden=32, execute=4)
     policy = VLAPolicy(cfg)
     seen = []
-    original = policy.predict_chunk
+    original = policy.predict
 
     def spy(obs):
         seen.append(obs["time"].copy())
         return original(obs)
 
-    policy.predict_chunk = spy
+    policy.predict = spy
     obs = {"proprio": centred_proprio(3), "egg": np.zeros((3, 13), np.float32)}
     policy.reset(3)
     for _ in range(9):
