@@ -137,6 +137,12 @@ class SkillTree:
     def mastered(self) -> list[SkillNode]:
         return [n for n in self.nodes if self.status[n.name] == MASTERED]
 
+    @property
+    def regressed(self) -> list[SkillNode]:
+        """Mastered nodes whose latest evaluation fell below their mastery threshold (forgotten
+        while later skills trained), in tree order."""
+        return [n for n in self.mastered if (s := self.latest_success(n.name)) is not None and s < n.mastery]
+
     def is_mastered(self, names: Sequence[str] | None = None) -> bool:
         """Whether ``names`` (default: every node) are all mastered."""
         return all(self.status[n] == MASTERED for n in (names or [n.name for n in self.nodes]))

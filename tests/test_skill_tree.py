@@ -28,6 +28,9 @@ def test_nodes_unlock_in_dependency_order_and_stay_mastered():
     assert not tree.record("scoop", 3, 0.1)  # forgetting is recorded, mastery is not revoked
     assert tree.status["scoop"] == MASTERED and tree.latest_success("scoop") == 0.1
     assert not tree.is_mastered() and tree.is_mastered(["scoop", "flip"])
+    assert [n.name for n in tree.regressed] == ["scoop"]  # mastered, now below its 0.9
+    tree.record("scoop", 4, 0.9)
+    assert tree.regressed == []
 
     again = SkillTree.from_config(NODES)
     again.load_progress(tree.to_dict())

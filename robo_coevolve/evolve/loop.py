@@ -1,6 +1,7 @@
 """EvolutionLoop: from nothing to a chain of mastered skills, one iteration at a time.
 
-Each iteration works on the first active node of the skill tree:
+Each iteration works on the first active node of the skill tree (with ``Budget.consolidate``, once
+every node is mastered, on the first mastered node whose success has since fallen below its bar):
 
 1. **explore**: a skill's first iteration searches motion primitives with mixture CEM; later ones
    split their trials between primitives around the modes found and the policy's own episodes
@@ -8,12 +9,14 @@ Each iteration works on the first active node of the skill tree:
 2. **score** is the simulator's: every trial comes back with its physics verdict;
 3. **refine**: the successes' core segments, smoothed, replayed, novelty-gated (``Refiner``);
 4. **store**: into the run's ``SkillLibrary``;
-5. **train**: behaviour cloning of the policy on the node's segments, rehearsing its ancestors'
+5. **train**: behaviour cloning of the policy on the node's segments, rehearsing the segments of
+   its ancestors and of every other mastered node
    (a fresh clone every iteration with ``refit``; otherwise a node's first iteration starts a new
    stage and later ones fine-tune), ``candidates`` policies from different seeds; with
    ``select_episodes``, the best of them closed loop on selection tasks replaces the current
    policy if it does at least as well there;
-6. **evaluate**: closed-loop success of the policy on held-out tasks of the node and its ancestors
+6. **evaluate**: closed-loop success of the policy on held-out tasks of the node and of those it
+   rehearses
    (forgetting shows there); the tree marks the node mastered at its threshold and unlocks its
    children.
 
@@ -58,7 +61,7 @@ from robo_coevolve.explore.search import PrimitiveSearch
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
-from robo_coevolve.skill_tree import SkillNode, SkillTree
+from robo_coevolve.skill_tree import MASTERED, SkillNode, SkillTree
 from robo_coevolve.video import render_highlights
 
 log = logging.getLogger(__name__)
@@ -79,11 +82,17 @@ class SearchSettings:
 @dataclass(frozen=True)
 class Budget:
     """When a run stops: after ``iterations``, after ``minutes`` of wall time (None: no limit),
-    or once the nodes in ``until`` (None: every node) are mastered."""
+    or once the nodes in ``until`` (None: every node) are mastered.
+
+    With ``consolidate``, mastering them is not yet the end: while any mastered node's latest
+    held-out success is below its mastery threshold (training later skills made the policy
+    forget it), the loop trains that node again, rehearsing all the others in equal shares with
+    it, so that the final policy holds every skill at its bar."""
 
     iterations: int = 10
     minutes: float | None = None
     until: Sequence[str] | None = None
+    consolidate: bool = False
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
@@ -105,12 +114,13 @@ class TrainSettings:
     ``finetune_steps``.
 
     With ``select_episodes`` > 0 the newly trained policy is a *candidate*: it and the current
-    policy run closed loop on that many selection tasks of the node and of each ancestor (fresh
-    each iteration, from a seed stream that neither exploration nor the held-out evaluation
-    uses), and the candidate replaces the current policy only if its mean success there is at
-    least as high (a node's first iteration always takes it). Cloned policies differ by 10-60
-    points of closed-loop success between training seeds on the same data (README), so picking
-    by rollouts, as robomimic picks checkpoints, keeps a bad draw from undoing a good one.
+    policy run closed loop on that many selection tasks of the node and of each node it keeps
+    (its ancestors and the other mastered nodes; fresh each iteration, from a seed stream that
+    neither exploration nor the held-out evaluation uses), and the candidate replaces the current
+    policy only if its mean success there is at least as high (a node's first training always
+    takes it). Cloned policies differ by 10-60 points of closed-loop success between training
+    seeds on the same data (README), so picking by rollouts, as robomimic picks checkpoints,
+    keeps a bad draw from undoing a good one.
 
     ``candidates`` > 1 trains that many policies per iteration, each from its own seeds, and the
     selection tasks pick the best of them (it then faces the current policy as above): the seed
@@ -275,12 +285,29 @@ class EvolutionLoop:
             self.policy = VLAPolicy.from_pretrained(self.output_dir / saved.checkpoint)
         log.info("resuming %s after iteration %d", self.output_dir, saved.iteration)
 
+    def _focus(self) -> SkillNode | None:
+        """The node the next iteration works on: the first active one, or with
+        ``budget.consolidate`` once ``until`` is mastered, the first regressed one (None: done)."""
+        b = self.budget
+        if not self.tree.is_mastered(b.until) and self.tree.active:
+            return self.tree.active[0]
+        if b.consolidate:
+            scope = set(b.until) if b.until else None
+            for n in self.tree.regressed:
+                if scope is None or n.name in scope:
+                    return n
+        return None
+
+    def _kept(self, node: SkillNode) -> list[SkillNode]:
+        """The nodes whose skills training ``node`` must keep: its ancestors and every other
+        mastered node, in tree order (rehearsed, evaluated and in selection)."""
+        keep = {a.name for a in self.tree.ancestors(node.name)} | {m.name for m in self.tree.mastered}
+        return [n for n in self.tree.nodes if n.name in keep and n.name != node.name]
+
     def _stop_reason(self, started: float) -> str | None:
         b = self.budget
-        if self.tree.is_mastered(b.until):
-            return "mastered"
-        if not self.tree.active:
-            return "no active node"
+        if self._focus() is None:
+            return "mastered" if self.tree.is_mastered(b.until) else "no active node"
         if self.state.iteration >= b.iterations:
             return "iterations"
         if b.minutes is not None and self.state.elapsed_s + time.perf_counter() - started >= 60 * b.minutes:
@@ -289,9 +316,11 @@ class EvolutionLoop:
 
     # ----------------------------------------------------------------------- one iteration
     def iteration(self, k: int) -> dict[str, Any]:
-        """Iteration ``k`` on the first active node; commits it (see the module docstring)."""
+        """Iteration ``k`` on the node in focus; commits it (see the module docstring)."""
         start = time.perf_counter()
-        node = self.tree.active[0]
+        node = self._focus()
+        if node is None:
+            raise RuntimeError(f"iteration {k}: no node to work on (the run is over: see run())")
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, k]))
         info = self.state.nodes[node.name]
         log.info("iteration %d: %s", k, node.name)
@@ -306,12 +335,13 @@ class EvolutionLoop:
             successes[-self.refine_successes :], np.array(bank) if bank else None, iteration=k
         )
         self.library.add(segments)
-        # 5-6. train, then evaluate the node and its ancestors (not before the first success)
+        # 5-6. train, then evaluate the node and those it keeps (not before the first success)
         fit, evaluations, mastered, selection = None, {}, False, None
         if self.library.count(node.skill):
             candidates = self._train(node, rng, k)
-            fit, selection = self._select(node, k, candidates, new_stage=self.state.trained_node != node.name)
-            for n in [node, *self.tree.ancestors(node.name)]:
+            # A node's first training is a new stage: the current policy never learnt it.
+            fit, selection = self._select(node, k, candidates, new_stage=not self.tree.history[node.name])
+            for n in [node, *self._kept(node)]:
                 evaluations[n.name] = evaluate_policy(
                     self.policy, n.distribution(), self.backend, n.eval_tasks, seed=self._eval_seed(n)
                 )
@@ -320,7 +350,7 @@ class EvolutionLoop:
                     for t in ev.trajectories:
                         self.pools[name].record(0, t.success, k)
             mastered = self.tree.record(node.name, k, evaluations[node.name].success_rate)
-            for n in self.tree.ancestors(node.name):
+            for n in self._kept(node):
                 self.tree.record(n.name, k, evaluations[n.name].success_rate)
         else:
             log.warning("iteration %d: no %s success survived refining yet; exploring again", k, node.name)
@@ -560,10 +590,9 @@ class EvolutionLoop:
                 f"iteration {k}: the library has no {node.skill} segments to train on (the explorer found "
                 "no success the refiner kept): raise explore.budget or loosen refine settings"
             )
-        earlier = [
-            d for d in (data(a.skill) for a in self.tree.ancestors(node.name) if a.skill != node.skill) if d
-        ]
+        earlier = [d for d in (data(a.skill) for a in self._kept(node) if a.skill != node.skill) if d]
         rehearsal = ChunkDataset.concat(earlier) if earlier else None
+        share = self._rehearsal_share(node, len(earlier))
         new_stage = self.state.trained_node != node.name or self.train.refit
         fresh = self.policy is None or self.train.refit
         out = []
@@ -573,6 +602,7 @@ class EvolutionLoop:
             config = replace(
                 self.train.train,
                 steps=self.train.train.steps if new_stage else self.train.finetune_steps,
+                rehearsal_share=share,
                 seed=int(rng.integers(2**31)),
                 progress=False,
             )
@@ -585,6 +615,14 @@ class EvolutionLoop:
             out.append((policy, fit))
         return out
 
+    def _rehearsal_share(self, node: SkillNode, skills: int) -> float:
+        """Share of each batch from the ``skills`` other skills that training ``node`` rehearses:
+        ``train.rehearsal_share``, except when consolidating a forgotten (mastered) node, where
+        every skill weighs as much as the node's own, or the others are forgotten in turn."""
+        if self.tree.status[node.name] == MASTERED and skills:
+            return skills / (skills + 1)
+        return self.train.train.rehearsal_share
+
     def _select(
         self, node: SkillNode, k: int, candidates: list[tuple[VLAPolicy, dict]], new_stage: bool
     ) -> tuple[dict, dict | None]:
@@ -596,7 +634,7 @@ class EvolutionLoop:
         if not n:
             self.policy, fit = candidates[0]
             return fit, None
-        nodes = [node, *self.tree.ancestors(node.name)]
+        nodes = [node, *self._kept(node)]
 
         def rates(policy: VLAPolicy) -> dict[str, float]:
             return {

@@ -85,3 +85,41 @@ def test_selection_settings_are_checked():
         TrainSettings(candidates=2)
     with pytest.raises(ValueError, match="candidates"):
         TrainSettings(candidates=0, select_episodes=5)
+
+
+@pytest.mark.parametrize("consolidate", [False, True])
+def test_consolidation_retrains_a_forgotten_skill_once_the_tree_is_mastered(tmp_path, consolidate):
+    """scoop -> flip -> catch all mastered, but training catch took scoop below its bar: with
+    ``consolidate`` the run goes on with scoop (rehearsing flip and catch, its descendants);
+    without, it is over. An active node always comes first."""
+    from robo_coevolve.evolve.loop import Budget
+
+    tree = SkillTree.from_config(
+        {"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}, "catch": {"requires": ["flip"]}}
+    )
+    loop = EvolutionLoop(
+        tree,
+        CONFIG,
+        TrainSettings(),
+        ExploreSchedule(),
+        SearchSettings(),
+        refiner=None,
+        backend=None,
+        output_dir=tmp_path,
+        budget=Budget(consolidate=consolidate),
+    )
+    tree.record("scoop", 1, 0.95)
+    assert loop._focus().name == "flip" and [n.name for n in loop._kept(tree.node("flip"))] == ["scoop"]
+    assert loop._rehearsal_share(tree.node("flip"), 1) == TrainSettings().train.rehearsal_share
+    tree.record("scoop", 2, 0.5)  # forgotten while flip is still active: flip first anyway
+    assert loop._focus().name == "flip"
+    tree.record("flip", 2, 0.95)
+    tree.record("catch", 3, 0.9)
+    tree.record("scoop", 3, 0.85)  # all mastered; scoop now below its 0.9
+    assert tree.is_mastered()
+    if consolidate:
+        assert loop._focus().name == "scoop" and loop._stop_reason(0.0) is None
+        assert [n.name for n in loop._kept(tree.node("scoop"))] == ["flip", "catch"]
+        assert loop._rehearsal_share(tree.node("scoop"), 2) == pytest.approx(2 / 3)  # thirds
+        tree.record("scoop", 4, 0.92)  # consolidated
+    assert loop._focus() is None and loop._stop_reason(0.0) == "mastered"
