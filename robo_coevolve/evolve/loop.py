@@ -245,8 +245,7 @@ class EvolutionLoop:
         """Run (or resume) until the budget ends; returns the summary also written to
         ``summary.json``."""
         self._start()
-        started = time.perf_counter()
-        while (reason := self._stop_reason(started)) is None:
+        while (reason := self._stop_reason()) is None:
             self.iteration(self.state.iteration + 1)
         summary = self.summary(reason)
         (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -304,13 +303,15 @@ class EvolutionLoop:
         keep = {a.name for a in self.tree.ancestors(node.name)} | {m.name for m in self.tree.mastered}
         return [n for n in self.tree.nodes if n.name in keep and n.name != node.name]
 
-    def _stop_reason(self, started: float) -> str | None:
+    def _stop_reason(self) -> str | None:
         b = self.budget
         if self._focus() is None:
             return "mastered" if self.tree.is_mastered(b.until) else "no active node"
         if self.state.iteration >= b.iterations:
             return "iterations"
-        if b.minutes is not None and self.state.elapsed_s + time.perf_counter() - started >= 60 * b.minutes:
+        # elapsed_s sums the committed iterations' times, of this session and of any before a resume
+        # (it already counts this session's: adding the session's clock too counted it twice).
+        if b.minutes is not None and self.state.elapsed_s >= 60 * b.minutes:
             return "minutes"
         return None
 

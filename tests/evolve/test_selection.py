@@ -118,8 +118,32 @@ def test_consolidation_retrains_a_forgotten_skill_once_the_tree_is_mastered(tmp_
     tree.record("scoop", 3, 0.85)  # all mastered; scoop now below its 0.9
     assert tree.is_mastered()
     if consolidate:
-        assert loop._focus().name == "scoop" and loop._stop_reason(0.0) is None
+        assert loop._focus().name == "scoop" and loop._stop_reason() is None
         assert [n.name for n in loop._kept(tree.node("scoop"))] == ["flip", "catch"]
         assert loop._rehearsal_share(tree.node("scoop"), 2) == pytest.approx(2 / 3)  # thirds
         tree.record("scoop", 4, 0.92)  # consolidated
-    assert loop._focus() is None and loop._stop_reason(0.0) == "mastered"
+    assert loop._focus() is None and loop._stop_reason() == "mastered"
+
+
+def test_the_minutes_budget_counts_each_iteration_once(tmp_path):
+    """budget.minutes compares the committed iterations' wall time (resumed runs included) with
+    the limit; this session's time is part of it already and must not be added again."""
+    from robo_coevolve.evolve.loop import Budget
+    from robo_coevolve.evolve.run_state import RunState
+
+    tree = SkillTree.from_config({"scoop": {}})
+    loop = EvolutionLoop(
+        tree,
+        CONFIG,
+        TrainSettings(),
+        ExploreSchedule(),
+        SearchSettings(),
+        refiner=None,
+        backend=None,
+        output_dir=tmp_path,
+        budget=Budget(iterations=100, minutes=10),
+    )
+    loop.state = RunState(tree=tree.to_dict(), nodes={}, config={}, elapsed_s=9 * 60)
+    assert loop._stop_reason() is None
+    loop.state.elapsed_s = 10 * 60
+    assert loop._stop_reason() == "minutes"
