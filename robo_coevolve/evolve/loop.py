@@ -338,11 +338,12 @@ class EvolutionLoop:
         self.library.add(segments)
         # 5-6. train, then evaluate the node and those it keeps (not before the first success)
         fit, evaluations, mastered, selection = None, {}, False, None
+        kept = self._kept(node)
         if self.library.count(node.skill):
-            candidates = self._train(node, rng, k)
+            candidates = self._train(node, kept, rng, k)
             # A node's first training is a new stage: the current policy never learnt it.
             fit, selection = self._select(node, k, candidates, new_stage=not self.tree.history[node.name])
-            for n in [node, *self._kept(node)]:
+            for n in [node, *kept]:
                 evaluations[n.name] = evaluate_policy(
                     self.policy, n.distribution(), self.backend, n.eval_tasks, seed=self._eval_seed(n)
                 )
@@ -351,7 +352,7 @@ class EvolutionLoop:
                     for t in ev.trajectories:
                         self.pools[name].record(0, t.success, k)
             mastered = self.tree.record(node.name, k, evaluations[node.name].success_rate)
-            for n in self._kept(node):
+            for n in kept:
                 self.tree.record(n.name, k, evaluations[n.name].success_rate)
         else:
             log.warning("iteration %d: no %s success survived refining yet; exploring again", k, node.name)
@@ -573,8 +574,11 @@ class EvolutionLoop:
             }
         return successes, out
 
-    def _train(self, node: SkillNode, rng: np.random.Generator, k: int) -> list[tuple[VLAPolicy, dict]]:
-        """Train ``train.candidates`` policies on the node's data, each from its own seeds: fresh
+    def _train(
+        self, node: SkillNode, kept: list[SkillNode], rng: np.random.Generator, k: int
+    ) -> list[tuple[VLAPolicy, dict]]:
+        """Train ``train.candidates`` policies on the node's data, rehearsing the ``kept`` nodes'
+        (:meth:`_kept`), each from its own seeds: fresh
         clones (``refit``, or the run's first training), or copies of the current policy that
         start a new stage or fine-tune. Returns (policy, training history) pairs."""
         c = self.policy_config if self.policy is None else self.policy.config
@@ -591,7 +595,7 @@ class EvolutionLoop:
                 f"iteration {k}: the library has no {node.skill} segments to train on (the explorer found "
                 "no success the refiner kept): raise explore.budget or loosen refine settings"
             )
-        earlier = [d for d in (data(a.skill) for a in self._kept(node) if a.skill != node.skill) if d]
+        earlier = [d for d in (data(a.skill) for a in kept if a.skill != node.skill) if d]
         rehearsal = ChunkDataset.concat(earlier) if earlier else None
         share = self._rehearsal_share(node, len(earlier))
         new_stage = self.state.trained_node != node.name or self.train.refit

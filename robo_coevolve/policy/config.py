@@ -43,7 +43,8 @@ class PolicyConfig:
             the demonstration (the padded steps that training masks out). Once a re-plan predicts
             that the demonstration ends within the chunk, the episode holds its last command to
             the end: the skill knows it is done instead of moving on with actions it never saw
-            (a demo ends a moment after its success). README, "Knowing when a skill is done".
+            (a demo ends a moment after its success). README, "Input noise, and knowing when a skill
+            is done".
         end_threshold: probability above which the demonstration counts as ending in the chunk.
         hidden: width of the fused features.
         components: Gaussians in the mixture head.

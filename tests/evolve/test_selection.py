@@ -6,7 +6,7 @@ import torch
 from scripted_segments import scripted_segments
 
 from robo_coevolve.evolve import ExploreSchedule
-from robo_coevolve.evolve.loop import EvolutionLoop, SearchSettings, TrainSettings
+from robo_coevolve.evolve.loop import Budget, EvolutionLoop, SearchSettings, TrainSettings
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
@@ -87,27 +87,21 @@ def test_selection_settings_are_checked():
         TrainSettings(candidates=0, select_episodes=5)
 
 
+def bare_loop(tree: SkillTree, output_dir, budget: Budget) -> EvolutionLoop:
+    """A loop that is only asked what to do next (no backend, nothing run)."""
+    settings = dict(refiner=None, backend=None, output_dir=output_dir, budget=budget)
+    return EvolutionLoop(tree, CONFIG, TrainSettings(), ExploreSchedule(), SearchSettings(), **settings)
+
+
 @pytest.mark.parametrize("consolidate", [False, True])
 def test_consolidation_retrains_a_forgotten_skill_once_the_tree_is_mastered(tmp_path, consolidate):
     """scoop -> flip -> catch all mastered, but training catch took scoop below its bar: with
     ``consolidate`` the run goes on with scoop (rehearsing flip and catch, its descendants);
     without, it is over. An active node always comes first."""
-    from robo_coevolve.evolve.loop import Budget
-
     tree = SkillTree.from_config(
         {"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}, "catch": {"requires": ["flip"]}}
     )
-    loop = EvolutionLoop(
-        tree,
-        CONFIG,
-        TrainSettings(),
-        ExploreSchedule(),
-        SearchSettings(),
-        refiner=None,
-        backend=None,
-        output_dir=tmp_path,
-        budget=Budget(consolidate=consolidate),
-    )
+    loop = bare_loop(tree, tmp_path, Budget(consolidate=consolidate))
     tree.record("scoop", 1, 0.95)
     assert loop._focus().name == "flip" and [n.name for n in loop._kept(tree.node("flip"))] == ["scoop"]
     assert loop._rehearsal_share(tree.node("flip"), 1) == TrainSettings().train.rehearsal_share
@@ -128,21 +122,10 @@ def test_consolidation_retrains_a_forgotten_skill_once_the_tree_is_mastered(tmp_
 def test_the_minutes_budget_counts_each_iteration_once(tmp_path):
     """budget.minutes compares the committed iterations' wall time (resumed runs included) with
     the limit; this session's time is part of it already and must not be added again."""
-    from robo_coevolve.evolve.loop import Budget
     from robo_coevolve.evolve.run_state import RunState
 
     tree = SkillTree.from_config({"scoop": {}})
-    loop = EvolutionLoop(
-        tree,
-        CONFIG,
-        TrainSettings(),
-        ExploreSchedule(),
-        SearchSettings(),
-        refiner=None,
-        backend=None,
-        output_dir=tmp_path,
-        budget=Budget(iterations=100, minutes=10),
-    )
+    loop = bare_loop(tree, tmp_path, Budget(iterations=100, minutes=10))
     loop.state = RunState(tree=tree.to_dict(), nodes={}, config={}, elapsed_s=9 * 60)
     assert loop._stop_reason() is None
     loop.state.elapsed_s = 10 * 60
