@@ -17,6 +17,12 @@ held-out seeded tasks (egg pose +-2 cm, mass +-20%). Then, with the state varian
 every variant, before ``--policy``; ``--save DIR`` keeps each clone as
 ``DIR/<skill>_<variant>_seed<k>/`` (``save_pretrained``), e.g. as the teacher of
 ``scripts/distill_policy.py``.
+
+``--candidates K --select N`` clones K policies per seed (training seeds ``1000 * seed + i``), runs
+each closed loop on N selection tasks (drawn from their own seed stream, never the held-out
+evaluation's) and reports the best, as the loop's ``train.candidates`` and
+``train.select_episodes`` do: closed-loop success varies by tens of points between training seeds
+on the same data, and rollouts, not the validation loss, tell the good clones from the bad.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ def make_policy(variant: str, seed: int) -> VLAPolicy:
 
 
 SEGMENTS: dict[str, list] = {}
+SELECT_SEED = 20_000  # selection tasks' stream (evaluate_policy's held-out default is 10_000)
 
 
 def dataset(library: SkillLibrary, skill: str, policy: VLAPolicy, limit: int) -> ChunkDataset:
@@ -97,8 +104,16 @@ def main() -> None:
     parser.add_argument(
         "--train", default="{}", help="TrainConfig overrides as JSON, e.g. '{\"ema_decay\": 0.999}'"
     )
+    parser.add_argument("--candidates", type=int, default=1, help="clones per seed (the best is reported)")
+    parser.add_argument(
+        "--select", type=int, default=0, help="selection tasks per candidate (with --candidates)"
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.candidates > 1 and args.select < 1:
+        parser.error(
+            f"--candidates {args.candidates} needs --select N > 0 selection tasks to choose among them"
+        )
     if args.config:
         from omegaconf import OmegaConf
 
@@ -119,9 +134,17 @@ def main() -> None:
             tasks = TaskDistribution.for_skill(skill)
             for variant in args.variants:
                 for seed in args.seeds:
-                    policy = make_policy(variant, seed)
-                    data = dataset(library, skill, policy, args.max_segments)
-                    fit = BCTrainer(policy, TrainConfig(**{**vars(config), "seed": seed})).fit(data)
+                    clones, selection = [], []
+                    for i in range(args.candidates):
+                        k = seed if args.candidates == 1 else 1000 * seed + i
+                        policy = make_policy(variant, k)
+                        data = dataset(library, skill, policy, args.max_segments)
+                        fit = BCTrainer(policy, TrainConfig(**{**vars(config), "seed": k})).fit(data)
+                        clones.append((policy, fit))
+                        if args.candidates > 1:
+                            picked = evaluate_policy(policy, tasks, backend, n=args.select, seed=SELECT_SEED)
+                            selection.append(picked.success_rate)
+                    policy, fit = clones[int(np.argmax(selection))] if selection else clones[0]
                     ev = evaluate_policy(policy, tasks, backend, n=args.eval)
                     if args.save:
                         policy.save_pretrained(f"{args.save}/{skill}_{variant}_seed{seed}")
@@ -132,9 +155,11 @@ def main() -> None:
                         "segments": min(library.count(skill), args.max_segments),
                         "samples": len(data),
                         "steps": fit["steps"],
+                        "best_step": fit["best_step"],  # the weights kept (lowest validation loss)
                         "train_s": fit["seconds"],
                         "samples_per_s": fit["history"][-1]["samples_per_s"],
                         "success": ev.success_rate,
+                        "selection": selection,  # each candidate's success on the selection tasks
                         "reasons": ev.reasons,
                         "latency_1": latency(policy, data, 1),
                         "latency_16": latency(policy, data, 16),

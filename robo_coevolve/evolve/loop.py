@@ -67,6 +67,16 @@ from robo_coevolve.video import render_highlights
 log = logging.getLogger(__name__)
 
 
+def selection_score(rates: dict[str, float], bars: dict[str, float]) -> tuple[float, float]:
+    """How well a policy does on selection tasks (node -> success rate), against each node's
+    mastery bar, for comparison as a tuple (higher is better): first minus the total shortfall
+    below the bars, then the mean success. The loop's goal is every bar held at once, so a
+    policy at scoop 95%, flip 91%, catch 82% beats one at 100%, 95%, 75%, whose mean is higher
+    but which has dropped a skill below its bar."""
+    shortfall = sum(max(0.0, bars[name] - rate) for name, rate in rates.items())
+    return -round(shortfall, 9), float(np.mean(list(rates.values())))
+
+
 @dataclass(frozen=True)
 class SearchSettings:
     """The first iteration's primitive search of a node (``PrimitiveSearch``)."""
@@ -117,8 +127,9 @@ class TrainSettings:
     policy run closed loop on that many selection tasks of the node and of each node it keeps
     (its ancestors and the other mastered nodes; fresh each iteration, from a seed stream that
     neither exploration nor the held-out evaluation uses), and the candidate replaces the current
-    policy only if its mean success there is at least as high (a node's first training always
-    takes it). Cloned policies differ by 10-60 points of closed-loop success between training
+    policy only if it scores at least as well there (:func:`selection_score`: first the least
+    total shortfall below the nodes' mastery bars, then the mean success; a node's first
+    training always takes it). Cloned policies differ by 10-60 points of closed-loop success between training
     seeds on the same data (README), so picking by rollouts, as robomimic picks checkpoints,
     keeps a bad draw from undoing a good one.
 
@@ -631,10 +642,11 @@ class EvolutionLoop:
     def _select(
         self, node: SkillNode, k: int, candidates: list[tuple[VLAPolicy, dict]], new_stage: bool
     ) -> tuple[dict, dict | None]:
-        """Make the best of ``candidates`` the policy, unless the current one does better closed
-        loop on this iteration's selection tasks (``TrainSettings.select_episodes``; every policy
-        runs the same tasks). A new stage takes the best candidate whatever it scores. Returns the
-        training history of the best candidate and what was measured (None without selection)."""
+        """Make the best of ``candidates`` (:func:`selection_score`) the policy, unless the current
+        one does better closed loop on this iteration's selection tasks
+        (``TrainSettings.select_episodes``; every policy runs the same tasks). A new stage takes
+        the best candidate whatever it scores. Returns the training history of the best candidate
+        and what was measured (None without selection)."""
         n = self.train.select_episodes
         if not n:
             self.policy, fit = candidates[0]
@@ -649,13 +661,14 @@ class EvolutionLoop:
                 for m in nodes
             }
 
+        bars = {m.name: m.mastery for m in nodes}
         measured = [rates(policy) for policy, _ in candidates]
-        scores = [float(np.mean(list(r.values()))) for r in measured]
-        best = int(np.argmax(scores))  # the first of equals
+        scores = [selection_score(r, bars) for r in measured]
+        best = max(range(len(scores)), key=scores.__getitem__)  # the first of equals
         current = None
         if self.policy is not None and not new_stage:
             current = rates(self.policy)
-        take = current is None or scores[best] >= float(np.mean(list(current.values())))
+        take = current is None or scores[best] >= selection_score(current, bars)
         if take:
             self.policy = candidates[best][0]
         record = {"candidates": measured, "current": current, "taken": best if take else None}

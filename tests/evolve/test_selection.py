@@ -1,12 +1,13 @@
 """Policy selection in the loop: the best of the newly trained candidates replaces the current
 policy only if it does as well closed loop on the iteration's selection tasks, where all run."""
 
+import numpy as np
 import pytest
 import torch
 from scripted_segments import scripted_segments
 
 from robo_coevolve.evolve import ExploreSchedule
-from robo_coevolve.evolve.loop import Budget, EvolutionLoop, SearchSettings, TrainSettings
+from robo_coevolve.evolve.loop import Budget, EvolutionLoop, SearchSettings, TrainSettings, selection_score
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
@@ -76,6 +77,19 @@ def test_the_best_candidate_is_taken_and_a_new_stage_always_takes_one(loop, scoo
     _, result = loop._select(loop.tree.node("flip"), 3, [(worse, FIT)], new_stage=True)
     assert result["taken"] == 0 and loop.policy is worse and result["current"] is None
     assert set(result["candidates"][0]) == {"flip", "scoop"}  # ancestors too
+
+
+def test_the_selection_score_puts_holding_every_bar_before_the_mean():
+    bars = {"scoop": 0.95, "flip": 0.9, "catch": 0.8}
+    holds = {"scoop": 0.95, "flip": 0.91, "catch": 0.82}
+    drops_one = {"scoop": 1.0, "flip": 0.95, "catch": 0.75}  # higher mean, catch under its bar
+    assert np.mean(list(drops_one.values())) > np.mean(list(holds.values()))
+    assert selection_score(holds, bars) > selection_score(drops_one, bars)
+    # below the bars, the smaller total shortfall wins; with every bar held, the higher mean
+    assert selection_score({"scoop": 0.9, "flip": 0.85}, bars) > selection_score(
+        {"scoop": 1.0, "flip": 0.7}, bars
+    )
+    assert selection_score({"scoop": 0.97, "flip": 0.93, "catch": 0.85}, bars) > selection_score(holds, bars)
 
 
 def test_selection_settings_are_checked():
