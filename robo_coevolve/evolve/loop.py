@@ -97,7 +97,10 @@ class Budget:
     With ``consolidate``, mastering them is not yet the end: while any mastered node's latest
     held-out success is below its mastery threshold (training later skills made the policy
     forget it), the loop trains that node again, rehearsing all the others in equal shares with
-    it, so that the final policy holds every skill at its bar."""
+    it, so that the final policy holds every skill at its bar. Such a round fine-tunes the kept
+    policy (``train.finetune_steps``, its normalisation kept) rather than cloning a fresh one:
+    the kept policy already holds the other skills, and a fresh clone only moves the shortfall
+    to another of them (README, "the whole tree")."""
 
     iterations: int = 10
     minutes: float | None = None
@@ -589,9 +592,10 @@ class EvolutionLoop:
         self, node: SkillNode, kept: list[SkillNode], rng: np.random.Generator, k: int
     ) -> list[tuple[VLAPolicy, dict]]:
         """Train ``train.candidates`` policies on the node's data, rehearsing the ``kept`` nodes'
-        (:meth:`_kept`), each from its own seeds: fresh
-        clones (``refit``, or the run's first training), or copies of the current policy that
-        start a new stage or fine-tune. Returns (policy, training history) pairs."""
+        (:meth:`_kept`), each from its own seeds: fresh clones (``refit``, or the run's first
+        training), or copies of the current policy that start a new stage or fine-tune (always
+        when consolidating a mastered node, see :class:`Budget`). Returns (policy, training
+        history) pairs."""
         c = self.policy_config if self.policy is None else self.policy.config
         image = c.image_size if c.use_image else None
         limit = self.train.max_segments
@@ -609,8 +613,10 @@ class EvolutionLoop:
         earlier = [d for d in (data(a.skill) for a in kept if a.skill != node.skill) if d]
         rehearsal = ChunkDataset.concat(earlier) if earlier else None
         share = self._rehearsal_share(node, len(earlier))
-        new_stage = self.state.trained_node != node.name or self.train.refit
-        fresh = self.policy is None or self.train.refit
+        # consolidating a mastered node fine-tunes the kept policy (Budget), whatever refit says
+        consolidating = self.policy is not None and self.tree.status[node.name] == MASTERED
+        new_stage = (self.state.trained_node != node.name or self.train.refit) and not consolidating
+        fresh = self.policy is None or (self.train.refit and not consolidating)
         out = []
         for i in range(self.train.candidates):
             torch.manual_seed(int(rng.integers(2**31)))

@@ -144,3 +144,42 @@ def test_the_minutes_budget_counts_each_iteration_once(tmp_path):
     assert loop._stop_reason() is None
     loop.state.elapsed_s = 10 * 60
     assert loop._stop_reason() == "minutes"
+
+
+def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scooping_weights):
+    """With refit, an active node's training clones a fresh policy (its own normalisation, all
+    ``train.steps``); consolidating a forgotten mastered node fine-tunes a copy of the kept one
+    (``finetune_steps``, the kept normalisation), which already holds the other skills."""
+    from robo_coevolve.library import SkillLibrary
+
+    tree = SkillTree.from_config({"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}})
+    settings = TrainSettings(
+        refit=True, finetune_steps=3, train=TrainConfig(steps=5, batch_size=16, eval_every=5, progress=False)
+    )
+    loop = EvolutionLoop(
+        tree, CONFIG, settings, ExploreSchedule(), SearchSettings(), refiner=None, backend=None,
+        output_dir=tmp_path, budget=Budget(consolidate=True),
+    )  # fmt: skip
+    loop.library = SkillLibrary(tmp_path / "library")
+    loop.library.add(scripted_segments("scoop", 3) + scripted_segments("flip", 3, seed=1))
+    kept = loop.policy = scooping_policy(scooping_weights)
+    norm = {k: v.clone() for k, v in kept.state_dict().items() if k.endswith(("_mean", "_std"))}
+    assert norm
+
+    def trained(node: str) -> tuple[VLAPolicy, dict]:
+        ((policy, fit),) = loop._train(
+            tree.node(node), loop._kept(tree.node(node)), np.random.default_rng(0), 2
+        )
+        assert policy is not kept
+        return policy, fit
+
+    tree.record("scoop", 1, 0.95)  # flip active: a fresh clone
+    policy, fit = trained("flip")
+    assert fit["steps"] == 5
+    assert any(not torch.equal(policy.state_dict()[k], v) for k, v in norm.items())
+    tree.record("flip", 2, 0.95)
+    tree.record("scoop", 2, 0.5)  # scoop forgotten: consolidation fine-tunes the kept policy
+    assert loop._focus().name == "scoop"
+    policy, fit = trained("scoop")
+    assert fit["steps"] == 3
+    assert all(torch.equal(policy.state_dict()[k], v) for k, v in norm.items())
