@@ -132,9 +132,9 @@ class TrainSettings:
     neither exploration nor the held-out evaluation uses), and the candidate replaces the current
     policy only if it scores at least as well there (:func:`selection_score`: first the least
     total shortfall below the nodes' mastery bars, then the mean success; a node's first
-    training always takes it). Cloned policies differ by 10-60 points of closed-loop success between training
-    seeds on the same data (README), so picking by rollouts, as robomimic picks checkpoints,
-    keeps a bad draw from undoing a good one.
+    training always takes it). Cloned policies differ by 10-60 points of closed-loop success
+    between training seeds on the same data (README), so picking by rollouts, as robomimic
+    picks checkpoints, keeps a bad draw from undoing a good one.
 
     ``candidates`` > 1 trains that many policies per iteration, each from its own seeds, and the
     selection tasks pick the best of them (it then faces the current policy as above): the seed
