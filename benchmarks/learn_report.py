@@ -134,11 +134,12 @@ def main() -> None:
             tasks = TaskDistribution.for_skill(skill)
             for variant in args.variants:
                 for seed in args.seeds:
-                    clones, selection = [], []
+                    clones, selection, data = [], [], None
                     for i in range(args.candidates):
                         k = seed if args.candidates == 1 else 1000 * seed + i
                         policy = make_policy(variant, k)
-                        data = dataset(library, skill, policy, args.max_segments)
+                        if data is None:  # the candidates share one config: build (render) it once
+                            data = dataset(library, skill, policy, args.max_segments)
                         fit = BCTrainer(policy, TrainConfig(**{**vars(config), "seed": k})).fit(data)
                         clones.append((policy, fit))
                         if args.candidates > 1:

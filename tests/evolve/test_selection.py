@@ -101,10 +101,13 @@ def test_selection_settings_are_checked():
         TrainSettings(candidates=0, select_episodes=5)
 
 
-def bare_loop(tree: SkillTree, output_dir, budget: Budget) -> EvolutionLoop:
-    """A loop that is only asked what to do next (no backend, nothing run)."""
+def bare_loop(
+    tree: SkillTree, output_dir, budget: Budget, train: TrainSettings | None = None
+) -> EvolutionLoop:
+    """A loop that is only asked what to do next or to train (no backend, nothing run)."""
     settings = dict(refiner=None, backend=None, output_dir=output_dir, budget=budget)
-    return EvolutionLoop(tree, CONFIG, TrainSettings(), ExploreSchedule(), SearchSettings(), **settings)
+    train = train or TrainSettings()
+    return EvolutionLoop(tree, CONFIG, train, ExploreSchedule(), SearchSettings(), **settings)
 
 
 @pytest.mark.parametrize("consolidate", [False, True])
@@ -156,10 +159,7 @@ def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scoo
     settings = TrainSettings(
         refit=True, finetune_steps=3, train=TrainConfig(steps=5, batch_size=16, eval_every=5, progress=False)
     )
-    loop = EvolutionLoop(
-        tree, CONFIG, settings, ExploreSchedule(), SearchSettings(), refiner=None, backend=None,
-        output_dir=tmp_path, budget=Budget(consolidate=True),
-    )  # fmt: skip
+    loop = bare_loop(tree, tmp_path, Budget(consolidate=True), settings)
     loop.library = SkillLibrary(tmp_path / "library")
     loop.library.add(scripted_segments("scoop", 3) + scripted_segments("flip", 3, seed=1))
     kept = loop.policy = scooping_policy(scooping_weights)
