@@ -134,8 +134,25 @@ def test_replay_helper_still_matches():  # the refiner relies on exact replay of
 def test_mean_pairwise_distance_measures_the_spread_of_features():
     from robo_coevolve.refine.novelty import mean_pairwise_distance
 
-    copies = np.zeros((50, 4))
-    spread = np.random.default_rng(0).normal(0.0, 1.0, size=(50, 4))
+    copies = np.zeros((50, 83))
+    spread = np.random.default_rng(0).normal(0.0, 1.0, size=(50, 83))
     assert mean_pairwise_distance(copies) == 0.0 and mean_pairwise_distance(copies[:1]) == 0.0
-    pairs = [np.sqrt(np.mean((a - b) ** 2)) for i, a in enumerate(spread) for b in spread[i + 1 :]]
+    pairs = [
+        np.sqrt(np.mean((a[:80] - b[:80]) ** 2) + np.mean((a[80:] - b[80:]) ** 2))
+        for i, a in enumerate(spread)
+        for b in spread[i + 1 :]
+    ]
     assert mean_pairwise_distance(spread) == pytest.approx(np.mean(pairs))
+
+
+def test_the_same_motion_on_a_clearly_different_task_is_novel():
+    """The task's 3 features count as much as the path's 80: one motion on eggs 2 cm apart is far
+    from a duplicate (an RMS over all 83 values put it at 0.11, next to the 0.1 gate)."""
+    from robo_coevolve.refine.novelty import distances
+
+    path = np.random.default_rng(1).normal(size=80)
+    here, there = np.r_[path, 0.0, 0.0, 0.0], np.r_[path, 1.0, 0.0, 0.0]  # x offset: 2 cm apart
+    assert distances(there, here[None])[0] == pytest.approx(np.sqrt(1 / 3))
+    assert NoveltyGate().novelty(there, here[None]) > 5 * NoveltyGate().min_distance
+    moved = np.r_[path + 0.1, 0.0, 0.0, 0.0]  # another path on the same task: as before
+    assert distances(moved, here[None])[0] == pytest.approx(0.1)
