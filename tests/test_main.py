@@ -26,6 +26,7 @@ def test_main_job_searches_primitives_and_renders_the_best_and_a_failure(tmp_pat
         "explore.budget=240",
         "explore.population=40",
         "explore.select_trials=10",
+        "explore.demos=30",
         "explore.eval_tasks=20",
         "explore.noise_baseline.trials=20",
         "env.render_size=[160,120]",
@@ -33,7 +34,8 @@ def test_main_job_searches_primitives_and_renders_the_best_and_a_failure(tmp_pat
     )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())["scoop"]
-    assert 210 < summary["trials"] <= 240 and summary["held_out_tasks"] == 20  # 210 + 10 per mode
+    # 210 searched, 10 per mode to pick the answer, 30 demonstrations of it
+    assert 240 < summary["trials"] <= 270 and summary["held_out_tasks"] == 20
     assert summary["held_out_success"] > summary["noise_baseline"]  # search beats random noise
     generations = [
         json.loads(line) for line in (tmp_path / "scoop" / "generations.jsonl").read_text().splitlines()
@@ -44,8 +46,9 @@ def test_main_job_searches_primitives_and_renders_the_best_and_a_failure(tmp_pat
         assert (tmp_path / "videos" / f"scoop_{name}.mp4").stat().st_size > 1000
         assert Trajectory.load(tmp_path / "scoop" / f"{name}.npz").task.skill == "scoop"
     assert "scoop" in proc.stdout and "held-out" in proc.stdout
-    # The latest successes were refined into the run's skill library.
+    # The answer's successful demonstrations were refined into the run's skill library.
     refine = summary["refine"]
+    assert refine["trials"] == refine["successes"] == round(30 * summary["demo_success"]) >= 1
     assert refine["successes"] >= refine["survived"] >= refine["admitted"] >= 1
     library = SkillLibrary(tmp_path / "library")
     assert library.count("scoop") == summary["library_segments"] == refine["admitted"]
@@ -77,6 +80,8 @@ def test_invalid_override_fails_before_any_work(tmp_path):
     assert "egg_mass_range=1.5" in proc.stderr
     proc = run_main(tmp_path, "workspace=explore", "explore.budget=0")
     assert "explore.budget=0 must be >= 1" in proc.stderr
+    proc = run_main(tmp_path, "workspace=explore", "explore.demos=-5")
+    assert "explore.demos=-5 must be >= 0" in proc.stderr
     proc = run_main(tmp_path, "workspace=explore", "refine.min_integrity=3")
     assert "min_integrity=3" in proc.stderr
     proc = run_main(tmp_path, "workspace=explore", "env.control_hz=33")

@@ -3,9 +3,11 @@
 Each iteration works on the first active node of the skill tree (with ``Budget.consolidate``, once
 every node is mastered, on the first mastered node whose success has since fallen below its bar):
 
-1. **explore**: a skill's first iteration searches motion primitives with mixture CEM; later ones
-   split their trials between primitives around the modes found and the policy's own episodes
-   with correlated noise (``ExploreSchedule``);
+1. **explore**: a skill's first iteration searches motion primitives with mixture CEM, and the
+   search's answer then demonstrates the skill on ``SearchSettings.demos`` fresh tasks (those
+   successes, not the search's noisy ones, go on to be refined); later iterations split their
+   trials between primitives around the modes found and the policy's own episodes with
+   correlated noise (``ExploreSchedule``);
 2. **score** is the simulator's: every trial comes back with its physics verdict;
 3. **refine**: the successes' core segments, smoothed, replayed, novelty-gated (``Refiner``);
 4. **store**: into the run's ``SkillLibrary``;
@@ -79,14 +81,25 @@ def selection_score(rates: dict[str, float], bars: dict[str, float]) -> tuple[fl
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """The first iteration's primitive search of a node (``PrimitiveSearch``)."""
+    """The first iteration's primitive search of a node (``PrimitiveSearch``). Its answer then
+    runs without noise on ``demos`` fresh tasks, and the successes of these demonstrations are
+    what the iteration refines (0: the search's own, noisier successes)."""
 
     budget: int = 3000
     population: int = 100
     target: float | None = 0.9
     patience: int = 2
     select_trials: int = 50
+    demos: int = 300
     cem: dict | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("budget", "population"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"explore.{name}={getattr(self, name)} must be >= 1")
+        for name in ("select_trials", "demos"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"explore.{name}={getattr(self, name)} must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -525,9 +538,10 @@ class EvolutionLoop:
                 target=s.target,
                 patience=s.patience,
                 select_trials=s.select_trials,
+                demos=s.demos,
                 on_generation=record,
             )
-            successes = result.successes
+            successes = result.examples
             if successes:  # else the next iteration searches again, from other seeds
                 info["modes"] = [np.asarray(m).tolist() for m in result.modes]
                 info["best_params"] = np.asarray(result.best_params).tolist()
@@ -536,6 +550,7 @@ class EvolutionLoop:
                 "trials": result.trials,
                 "successes": len(successes),
                 "search_success": result.success_rate,
+                "demo_success": result.demo_success,
             }
             if pool is not None:
                 out["coevolve"] = {"pool": len(pool)}

@@ -8,7 +8,13 @@ better centred; see ``scoring.progress``) wins. The search stops at its
 trial budget or once the best mode's recent success rate reaches ``target``.
 
 Success rates reported per generation are those of the trials actually run (exploration noise
-included); ``evaluate`` measures a parameter vector on fresh tasks, without noise.
+included); ``evaluate_params`` measures a parameter vector on fresh tasks, without noise.
+
+With ``demos``, the answer then *demonstrates* the skill: it runs without noise on that many fresh
+tasks, and its successes (``SearchResult.examples``) are what a library should learn from. The
+search's own successes are samples of every mode, many of them lucky draws at the edge of what
+works: state policies cloned from one search's successes flipped 71% of held-out tasks (mean of
+five training seeds), cloned from its answer's demonstrations 93% (README, "the learner").
 """
 
 from __future__ import annotations
@@ -63,11 +69,23 @@ class SearchResult:
     selection: list[float] = field(default_factory=list)  # per mode, success on the selection tasks
     successes: list[Trajectory] = field(default_factory=list)
     last_generation: list[Trajectory] = field(default_factory=list)
+    demos: list[Trajectory] = field(default_factory=list)  # the answer on fresh tasks, no noise
 
     @property
     def success_rate(self) -> float:
         """Success rate of the last generation's trials."""
         return self.history[-1].success_rate if self.history else 0.0
+
+    @property
+    def demo_success(self) -> float | None:
+        """Success rate of the answer's demonstrations (None: none were run)."""
+        return float(np.mean([t.success for t in self.demos])) if self.demos else None
+
+    @property
+    def examples(self) -> list[Trajectory]:
+        """What a skill library should learn from: the answer's successful demonstrations when
+        the search ran any, else (none run, or none succeeded) the search's own successes."""
+        return [t for t in self.demos if t.success] or self.successes
 
 
 class PrimitiveSearch:
@@ -106,6 +124,7 @@ class PrimitiveSearch:
         patience: int = 2,
         on_generation: Callable[[Generation, list[Trajectory]], None] | None = None,
         select_trials: int = 0,
+        demos: int = 0,
     ) -> SearchResult:
         """Search until ``budget`` trials have run, or until the best mode's success rate has been
         at least ``target`` for ``patience`` generations in a row.
@@ -114,11 +133,15 @@ class PrimitiveSearch:
         kept back to pick the answer: each mode's mean runs without noise on that many fresh
         tasks and the one that succeeds most often wins (a validation step, counted in
         ``trials``). Without it, the answer is the mode with the best recent success rate during
-        the search, which its exploration noise blurs."""
+        the search, which its exploration noise blurs.
+
+        With ``demos`` > 0, the answer then runs without noise on that many fresh tasks (counted
+        in ``trials``, beyond the budget): ``SearchResult.demos``."""
         if budget < 1:
             raise ValueError(f"budget={budget} must be >= 1 trial")
-        if select_trials < 0:
-            raise ValueError(f"select_trials={select_trials} must be >= 0")
+        for name, value in (("select_trials", select_trials), ("demos", demos)):
+            if value < 0:
+                raise ValueError(f"{name}={value} must be >= 0")
         reserve = select_trials * self.cem.max_modes
         if reserve >= budget:
             raise ValueError(
@@ -193,6 +216,19 @@ class PrimitiveSearch:
                 " ".join(f"{100 * r:.0f}%" for r in selection),
                 select_trials,
             )
+        shown: list[Trajectory] = []
+        if demos and best_params is not None:
+            tasks = self.tasks.sample_many(self.rng, demos)
+            shown = self.backend.run_trials(
+                [Trial(t, PrimitivePlan(best_params), {"demonstration": True}) for t in tasks]
+            )
+            done += len(shown)
+            log.info(
+                "%s demonstrations: the answer succeeds on %d of %d fresh tasks",
+                self.tasks.skill,
+                sum(t.success for t in shown),
+                len(shown),
+            )
         return SearchResult(
             skill=self.tasks.skill,
             trials=done,
@@ -202,6 +238,7 @@ class PrimitiveSearch:
             selection=selection,
             successes=successes,
             last_generation=trajs,
+            demos=shown,
         )
 
 

@@ -77,6 +77,7 @@ class EvolveWorkspace:
                 target=None if e.target is None else float(e.target),
                 patience=int(e.patience),
                 select_trials=int(e.select_trials),
+                demos=int(e.demos),
                 cem=OmegaConf.to_container(e.cem, resolve=True),
             )
             if isinstance(video, DictConfig):

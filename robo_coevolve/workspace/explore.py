@@ -8,8 +8,9 @@ best and a typical failed trial of the last generation. Writes into ``output_dir
   appended as the search goes;
 - ``<skill>/best.npz``, ``<skill>/failure.npz`` and ``videos/<skill>_best.mp4``,
   ``videos/<skill>_failure.mp4``;
-- ``library/``: the refined segments of the search's latest successes (``refine.Refiner`` into a
-  ``library.SkillLibrary``, robomimic's HDF5 layout);
+- ``library/``: the refined segments of the answer's demonstrations on fresh tasks
+  (``explore.demos``; with 0, of the search's latest successes), by ``refine.Refiner`` into a
+  ``library.SkillLibrary`` (robomimic's HDF5 layout);
 - ``summary.json``: per skill, trials, held-out success, modes (named parameters), baseline and
   what the refiner kept.
 """
@@ -62,8 +63,9 @@ class ExploreWorkspace:
         output_dir: the run directory.
         skills: skills to search, in order.
         video: render the best and a typical failed trial per skill.
-        refine_successes: refine this many of the search's latest successes into the run's skill
-            library (0: no library).
+        refine_successes: refine at most this many successes into the run's skill library: the
+            answer's demonstrations (``explore.demos``) or, without them, the search's latest
+            successes (0: no library).
         camera: camera of the videos.
         frame_every: control steps per video frame.
     """
@@ -85,6 +87,8 @@ class ExploreWorkspace:
         for key in ("budget", "population", "eval_tasks"):
             if int(e[key]) < 1:
                 raise ValueError(f"explore.{key}={e[key]} must be >= 1")
+        if int(e.demos) < 0:
+            raise ValueError(f"explore.demos={e.demos} must be >= 0")
         if e.target is not None and not 0 < float(e.target) <= 1:
             raise ValueError(f"explore.target={e.target} must be in (0, 1] or null")
         self.backend_config = backend_config(e.backend)
@@ -157,6 +161,7 @@ class ExploreWorkspace:
                 patience=int(e.patience),
                 on_generation=on_generation,
                 select_trials=int(e.select_trials),
+                demos=int(e.demos) if library is not None else 0,
             )
         held_out = evaluate_params(result.best_params, tasks, backend, int(e.eval_tasks), seed=seed + 500)
         noise_rate = None
@@ -181,7 +186,7 @@ class ExploreWorkspace:
         report = None
         if library is not None:
             bank = [m["meta"]["features"] for m in library.metadata(skill) if "features" in m["meta"]]
-            latest = result.successes[-self.refine_successes :]
+            latest = result.examples[-self.refine_successes :]
             segments, report = self.refiner.refine(latest, np.array(bank) if bank else None)
             library.add(segments)
             log.info(
@@ -196,6 +201,7 @@ class ExploreWorkspace:
             "trials": result.trials,
             "generations": len(result.history),
             "search_success": result.success_rate,
+            "demo_success": result.demo_success,
             "held_out_success": _rate(held_out),
             "held_out_tasks": len(held_out),
             "noise_baseline": noise_rate,

@@ -21,6 +21,7 @@ TINY = [
     "explore.budget=150",
     "explore.population=50",
     "explore.select_trials=10",
+    "explore.demos=40",
     "explore.schedule.trials=40",
     "explore.backend.workers=1",
     "train.train.steps=100",

@@ -47,20 +47,36 @@ def test_target_stops_the_search_early():
     assert result.trials < 4000
 
 
-def test_selection_picks_the_mode_that_succeeds_most_on_fresh_tasks(scoop_search):
+def test_selection_picks_the_mode_that_succeeds_most_and_the_answer_demonstrates_it(scoop_search):
     with LocalBackend(workers=2) as backend:
         result = PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend, seed=0, population=40).run(
-            budget=320, select_trials=10
+            budget=320, select_trials=10, demos=12
         )
         assert len(result.selection) == len(result.modes) >= 1
-        assert result.trials == 290 + 10 * len(result.modes)
+        assert result.trials == 290 + 10 * len(result.modes) + 12
         best = int(np.argmax(result.selection))
         np.testing.assert_array_equal(result.best_params, result.modes[best])
         assert [g.trials for g in result.history][-1] == 290
+        # The demonstrations: the answer itself, without noise, on 12 fresh tasks.
+        assert len(result.demos) == 12 and len({t.task.seed for t in result.demos}) == 12
+        for t in result.demos:
+            assert t.meta["demonstration"] is True
+            np.testing.assert_allclose(t.meta["params"], result.best_params)
+        wins = [t for t in result.demos if t.success]
+        assert wins and result.examples == wins  # what the library learns from
+        assert result.demo_success == len(wins) / 12
         with pytest.raises(ValueError, match="leaves nothing"):
             PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend, population=40).run(
                 30, select_trials=10
             )
+        with pytest.raises(ValueError, match="demos=-1 must be >= 0"):
+            PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend, population=40).run(30, demos=-1)
+
+
+def test_without_demonstrations_the_search_successes_are_the_examples(scoop_search):
+    result, _ = scoop_search
+    assert result.demos == [] and result.demo_success is None
+    assert result.examples == result.successes
 
 
 def test_score_ranks_success_over_failure_and_safer_success_higher():
