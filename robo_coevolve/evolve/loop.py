@@ -4,10 +4,10 @@ Each iteration works on the first active node of the skill tree (with ``Budget.c
 every node is mastered, on the first mastered node whose success has since fallen below its bar):
 
 1. **explore**: a skill's first iteration searches motion primitives with mixture CEM, and the
-   search's answer then demonstrates the skill on ``SearchSettings.demos`` fresh tasks (those
-   successes, not the search's noisy ones, go on to be refined); later iterations split their
-   trials between primitives around the modes found and the policy's own episodes with
-   correlated noise (``ExploreSchedule``);
+   search's answer then demonstrates the skill on ``SearchSettings.demos`` fresh tasks (if it is
+   reliable there, those successes, not the search's noisy ones, are refined); later iterations
+   split their trials between primitives around the modes found and the policy's own episodes
+   with correlated noise (``ExploreSchedule``);
 2. **score** is the simulator's: every trial comes back with its physics verdict;
 3. **refine**: the successes' core segments, smoothed, replayed, novelty-gated (``Refiner``);
 4. **store**: into the run's ``SkillLibrary``;
@@ -82,8 +82,8 @@ def selection_score(rates: dict[str, float], bars: dict[str, float]) -> tuple[fl
 @dataclass(frozen=True)
 class SearchSettings:
     """The first iteration's primitive search of a node (``PrimitiveSearch``). Its answer then
-    runs without noise on ``demos`` fresh tasks, and the successes of these demonstrations are
-    what the iteration refines (0: the search's own, noisier successes)."""
+    runs without noise on ``demos`` fresh tasks; if at least ``demo_bar`` of them succeed, their
+    successes are what the iteration refines, else (and with 0) the search's own successes."""
 
     budget: int = 3000
     population: int = 100
@@ -91,6 +91,7 @@ class SearchSettings:
     patience: int = 2
     select_trials: int = 50
     demos: int = 300
+    demo_bar: float = 0.95
     cem: dict | None = None
 
     def __post_init__(self) -> None:
@@ -100,6 +101,8 @@ class SearchSettings:
         for name in ("select_trials", "demos"):
             if getattr(self, name) < 0:
                 raise ValueError(f"explore.{name}={getattr(self, name)} must be >= 0")
+        if not 0 <= self.demo_bar <= 1:
+            raise ValueError(f"explore.demo_bar={self.demo_bar} must be in [0, 1]")
 
 
 @dataclass(frozen=True)
@@ -539,6 +542,7 @@ class EvolutionLoop:
                 patience=s.patience,
                 select_trials=s.select_trials,
                 demos=s.demos,
+                demo_bar=s.demo_bar,
                 on_generation=record,
             )
             successes = result.examples

@@ -78,6 +78,7 @@ class EvolveWorkspace:
                 patience=int(e.patience),
                 select_trials=int(e.select_trials),
                 demos=int(e.demos),
+                demo_bar=float(e.demo_bar),
                 cem=OmegaConf.to_container(e.cem, resolve=True),
             )
             if isinstance(video, DictConfig):

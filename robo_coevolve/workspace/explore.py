@@ -89,6 +89,8 @@ class ExploreWorkspace:
                 raise ValueError(f"explore.{key}={e[key]} must be >= 1")
         if int(e.demos) < 0:
             raise ValueError(f"explore.demos={e.demos} must be >= 0")
+        if not 0 <= float(e.demo_bar) <= 1:
+            raise ValueError(f"explore.demo_bar={e.demo_bar} must be in [0, 1]")
         if e.target is not None and not 0 < float(e.target) <= 1:
             raise ValueError(f"explore.target={e.target} must be in (0, 1] or null")
         self.backend_config = backend_config(e.backend)
@@ -162,6 +164,7 @@ class ExploreWorkspace:
                 on_generation=on_generation,
                 select_trials=int(e.select_trials),
                 demos=int(e.demos) if library is not None else 0,
+                demo_bar=float(e.demo_bar),
             )
         held_out = evaluate_params(result.best_params, tasks, backend, int(e.eval_tasks), seed=seed + 500)
         noise_rate = None

@@ -50,7 +50,7 @@ def test_target_stops_the_search_early():
 def test_selection_picks_the_mode_that_succeeds_most_and_the_answer_demonstrates_it(scoop_search):
     with LocalBackend(workers=2) as backend:
         result = PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend, seed=0, population=40).run(
-            budget=320, select_trials=10, demos=12
+            budget=320, select_trials=10, demos=12, demo_bar=0.0
         )
         assert len(result.selection) == len(result.modes) >= 1
         assert result.trials == 290 + 10 * len(result.modes) + 12
@@ -77,6 +77,19 @@ def test_without_demonstrations_the_search_successes_are_the_examples(scoop_sear
     result, _ = scoop_search
     assert result.demos == [] and result.demo_success is None
     assert result.examples == result.successes
+
+
+def test_the_demonstrations_are_the_examples_only_from_a_reliable_answer():
+    from types import SimpleNamespace
+
+    from robo_coevolve.explore.search import SearchResult
+
+    found = [SimpleNamespace(success=True)]
+    shown = [SimpleNamespace(success=ok) for ok in (True, True, True, False)]  # 75% success
+    result = SearchResult("flip", 10, [], None, [], successes=found, demos=shown, demo_bar=0.75)
+    assert result.demo_success == 0.75 and result.examples == shown[:3]
+    result.demo_bar = 0.8  # a weaker answer than the bar: the search's own successes
+    assert result.examples == found
 
 
 def test_score_ranks_success_over_failure_and_safer_success_higher():
