@@ -9,8 +9,9 @@ best and a typical failed trial of the last generation. Writes into ``output_dir
 - ``<skill>/best.npz``, ``<skill>/failure.npz`` and ``videos/<skill>_best.mp4``,
   ``videos/<skill>_failure.mp4``;
 - ``library/``: the refined segments of the answer's demonstrations on fresh tasks
-  (``explore.demos``; with 0, of the search's latest successes), by ``refine.Refiner`` into a
-  ``library.SkillLibrary`` (robomimic's HDF5 layout);
+  (``explore.demos``, if the answer succeeds on ``explore.demo_bar`` of them; else of the search's
+  latest successes), by ``refine.Refiner`` into a ``library.SkillLibrary`` (robomimic's HDF5
+  layout);
 - ``summary.json``: per skill, trials, held-out success, modes (named parameters), baseline and
   what the refiner kept.
 """
@@ -64,8 +65,8 @@ class ExploreWorkspace:
         skills: skills to search, in order.
         video: render the best and a typical failed trial per skill.
         refine_successes: refine at most this many successes into the run's skill library: the
-            answer's demonstrations (``explore.demos``) or, without them, the search's latest
-            successes (0: no library).
+            answer's demonstrations (``explore.demos``, ``explore.demo_bar``) or else the search's
+            latest successes (0: no library).
         camera: camera of the videos.
         frame_every: control steps per video frame.
     """
