@@ -59,7 +59,7 @@ from robo_coevolve.evolve.schedule import ExploreSchedule
 from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.explore.open_loop import Trial
 from robo_coevolve.explore.plans import PrimitivePlan
-from robo_coevolve.explore.search import PrimitiveSearch
+from robo_coevolve.explore.search import PrimitiveSearch, SearchSettings
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
@@ -77,32 +77,6 @@ def selection_score(rates: dict[str, float], bars: dict[str, float]) -> tuple[fl
     but which has dropped a skill below its bar."""
     shortfall = sum(max(0.0, bars[name] - rate) for name, rate in rates.items())
     return -round(shortfall, 9), float(np.mean(list(rates.values())))
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """The first iteration's primitive search of a node (``PrimitiveSearch``). Its answer then
-    runs without noise on ``demos`` fresh tasks; if at least ``demo_bar`` of them succeed, their
-    successes are what the iteration refines, else (and with 0) the search's own successes."""
-
-    budget: int = 3000
-    population: int = 100
-    target: float | None = 0.9
-    patience: int = 2
-    select_trials: int = 50
-    demos: int = 300
-    demo_bar: float = 0.95
-    cem: dict | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("budget", "population"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"explore.{name}={getattr(self, name)} must be >= 1")
-        for name in ("select_trials", "demos"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"explore.{name}={getattr(self, name)} must be >= 0")
-        if not 0 <= self.demo_bar <= 1:
-            raise ValueError(f"explore.demo_bar={self.demo_bar} must be in [0, 1]")
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,35 @@ class SearchResult:
         return self.successes
 
 
+@dataclass(frozen=True)
+class SearchSettings:
+    """How a skill is searched (``PrimitiveSearch.run``), as the ``explore`` config group sets it
+    (the explore job, and the loop in a node's first iteration). The answer then runs without noise
+    on ``demos`` fresh tasks; if at least ``demo_bar`` of them succeed, their successes are what is
+    refined, else (and with 0) the search's own successes."""
+
+    budget: int = 3000
+    population: int = 100
+    target: float | None = 0.9
+    patience: int = 2
+    select_trials: int = 50
+    demos: int = 300
+    demo_bar: float = 0.95
+    cem: dict | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("budget", "population"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"explore.{name}={getattr(self, name)} must be >= 1")
+        if self.target is not None and not 0 < self.target <= 1:
+            raise ValueError(f"explore.target={self.target} must be in (0, 1] or null")
+        for name in ("select_trials", "demos"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"explore.{name}={getattr(self, name)} must be >= 0")
+        if not 0 <= self.demo_bar <= 1:
+            raise ValueError(f"explore.demo_bar={self.demo_bar} must be in [0, 1]")
+
+
 class PrimitiveSearch:
     """Mixture-CEM search over motion primitives for one skill.
 

@@ -21,11 +21,10 @@ from robo_coevolve.evolve.loop import (
     Budget,
     CoEvolveSettings,
     EvolutionLoop,
-    SearchSettings,
     TrainSettings,
     VideoSettings,
 )
-from robo_coevolve.workspace.explore import backend_config
+from robo_coevolve.workspace.explore import backend_config, search_settings
 
 log = logging.getLogger(__name__)
 
@@ -71,16 +70,7 @@ class EvolveWorkspace:
                 "coevolve must build CoEvolveSettings (check its _target_): use coevolve=default or off"
             )
         try:
-            self.search = SearchSettings(
-                budget=int(e.budget),
-                population=int(e.population),
-                target=None if e.target is None else float(e.target),
-                patience=int(e.patience),
-                select_trials=int(e.select_trials),
-                demos=int(e.demos),
-                demo_bar=float(e.demo_bar),
-                cem=OmegaConf.to_container(e.cem, resolve=True),
-            )
+            self.search = search_settings(e)
             if isinstance(video, DictConfig):
                 video = OmegaConf.to_container(video, resolve=True)
             self.video = VideoSettings(**video) if video else VideoSettings()

@@ -26,6 +26,7 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from robo_coevolve.evolve.loop import SearchSettings
 from robo_coevolve.explore import primitives
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.open_loop import noise_trials
@@ -50,6 +51,21 @@ def backend_config(choice) -> DictConfig:
         known = sorted(p.stem for p in folder.glob("*.yaml"))
         raise ValueError(f"explore.backend={choice!r}: known backends are {known} (conf/explore/backend/)")
     return OmegaConf.load(path)
+
+
+def search_settings(explore: DictConfig) -> SearchSettings:
+    """The primitive search's settings from the ``explore`` config group (validated)."""
+    e = explore
+    return SearchSettings(
+        budget=int(e.budget),
+        population=int(e.population),
+        target=None if e.target is None else float(e.target),
+        patience=int(e.patience),
+        select_trials=int(e.select_trials),
+        demos=int(e.demos),
+        demo_bar=float(e.demo_bar),
+        cem=OmegaConf.to_container(e.cem, resolve=True),
+    )
 
 
 def _rate(trajs) -> float:
@@ -85,15 +101,9 @@ class ExploreWorkspace:
         if unknown:
             raise ValueError(f"workspace.skills has {unknown}: known skills are {list(SKILLS)}")
         e = cfg.explore
-        for key in ("budget", "population", "eval_tasks"):
-            if int(e[key]) < 1:
-                raise ValueError(f"explore.{key}={e[key]} must be >= 1")
-        if int(e.demos) < 0:
-            raise ValueError(f"explore.demos={e.demos} must be >= 0")
-        if not 0 <= float(e.demo_bar) <= 1:
-            raise ValueError(f"explore.demo_bar={e.demo_bar} must be in [0, 1]")
-        if e.target is not None and not 0 < float(e.target) <= 1:
-            raise ValueError(f"explore.target={e.target} must be in (0, 1] or null")
+        self.search = search_settings(e)  # validates the search's settings
+        if int(e.eval_tasks) < 1:
+            raise ValueError(f"explore.eval_tasks={e.eval_tasks} must be >= 1")
         self.backend_config = backend_config(e.backend)
         self.cfg = cfg
         self.output_dir = Path(output_dir)
@@ -148,9 +158,9 @@ class ExploreWorkspace:
         tasks = self.tasks[skill]
         out = self.output_dir / skill
         out.mkdir(parents=True, exist_ok=True)
-        cem = OmegaConf.to_container(e.cem, resolve=True)
+        s = self.search
         search = PrimitiveSearch(
-            tasks, backend, seed=seed, population=int(e.population), keep_successes=library is not None, **cem
+            tasks, backend, seed=seed, population=s.population, keep_successes=library is not None, **s.cem
         )
         with open(out / "generations.jsonl", "w") as f:
 
@@ -159,13 +169,13 @@ class ExploreWorkspace:
                 f.flush()
 
             result = search.run(
-                int(e.budget),
-                target=e.target,
-                patience=int(e.patience),
+                s.budget,
+                target=s.target,
+                patience=s.patience,
                 on_generation=on_generation,
-                select_trials=int(e.select_trials),
-                demos=int(e.demos) if library is not None else 0,
-                demo_bar=float(e.demo_bar),
+                select_trials=s.select_trials,
+                demos=s.demos if library is not None else 0,
+                demo_bar=s.demo_bar,
             )
         held_out = evaluate_params(result.best_params, tasks, backend, int(e.eval_tasks), seed=seed + 500)
         noise_rate = None
