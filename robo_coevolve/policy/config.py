@@ -52,6 +52,12 @@ class PolicyConfig:
         dropout: dropout of the fusion MLP during training.
         input_noise: std of Gaussian noise added to the normalised proprioception and egg state
             during training, so the policy also sees states a little off the demonstrations.
+        image_shift: in training, shift each image by a random whole number of pixels, up to this
+            many in each direction, with the border repeated (DrQ's random shift; 0: off): the
+            camera's features learn to track where things are, not their exact pixels.
+        egg_aux: weight of an auxiliary training loss in which a linear probe on the camera's
+            features predicts the egg's position, supervised by the simulator's state (0: off).
+            The position stays out of the policy's inputs: it shapes what the camera learns to see.
         action_mode: what the head predicts. "delta": each chunk step as a change from the
             previous command (velocity-like: fine-grained, but a re-planned chunk starts from
             wherever the last one left the spatula, so small errors integrate). "absolute": the
@@ -83,6 +89,8 @@ class PolicyConfig:
     min_std: float = 1e-3
     dropout: float = 0.0
     input_noise: float = 0.0
+    image_shift: int = 0
+    egg_aux: float = 0.0
     action_mode: str = "delta"
 
     def __post_init__(self) -> None:
@@ -120,6 +128,11 @@ class PolicyConfig:
             "min_std": (self.min_std > 0.0, "must be > 0"),
             "dropout": (0.0 <= self.dropout < 1.0, "must be in [0, 1)"),
             "input_noise": (self.input_noise >= 0.0, "must be >= 0"),
+            "image_shift": (
+                0 <= self.image_shift < self.image_size // 2,
+                f"must be in [0, image_size/2 = {self.image_size // 2})",
+            ),
+            "egg_aux": (self.egg_aux >= 0.0, "must be >= 0"),
             "action_mode": (self.action_mode in ("delta", "absolute"), "must be 'delta' or 'absolute'"),
         }
         for name, (ok, problem) in checks.items():

@@ -106,6 +106,22 @@ def images_to_float(images: torch.Tensor) -> torch.Tensor:
     return x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
 
 
+def random_shift(images: torch.Tensor, pad: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Each image of ``(B, H, W, C)`` moved by its own random whole-pixel offset in ``[-pad, pad]``
+    along each axis, the border pixels repeated into the gap (DrQ's augmentation). Same dtype out."""
+    if pad == 0:
+        return images
+    b, h, w, _ = images.shape
+    padded = F.pad(images.permute(0, 3, 1, 2).float(), (pad, pad, pad, pad), mode="replicate")
+    dy, dx = torch.randint(0, 2 * pad + 1, (2, b, 1, 1), generator=generator, device=images.device)
+    rows = (torch.arange(h, device=images.device).view(1, h, 1) + dy).expand(b, h, w)
+    cols = (torch.arange(w, device=images.device).view(1, 1, w) + dx).expand(b, h, w)
+    flat = padded.flatten(2)  # (B, C, (H + 2 pad) (W + 2 pad))
+    index = (rows * (w + 2 * pad) + cols).flatten(1).unsqueeze(1).expand(-1, flat.shape[1], -1)
+    shifted = flat.gather(2, index).view(b, -1, h, w).permute(0, 2, 3, 1)
+    return shifted.to(images.dtype)
+
+
 class SpatialSoftmax(nn.Module):
     """Expected image coordinates of each channel's softmax over space: where each feature fires."""
 

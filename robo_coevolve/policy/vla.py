@@ -27,6 +27,7 @@ from robo_coevolve.policy.encoders import (
     PointNetEncoder,
     SmallCNN,
     default_language_model,
+    random_shift,
     shared_language_encoder,
 )
 from robo_coevolve.policy.heads import GaussianMixture, GMMChunkHead
@@ -88,10 +89,12 @@ def normalization_stats(
 class ChunkPrediction:
     """What the network predicts for a batch: the ``mixture`` over normalised action chunks
     ``(B, chunk * 5)`` and, with ``predict_end``, ``end_logits (B, chunk)``: that each chunk step
-    lies past the demonstration's end."""
+    lies past the demonstration's end; with ``egg_aux``, ``egg_position (B, 3)``: the egg's
+    normalised position as the camera's features place it."""
 
     mixture: GaussianMixture
     end_logits: torch.Tensor | None = None
+    egg_position: torch.Tensor | None = None  # (B, 3) normalised, from the camera (egg_aux)
 
 
 class VLAPolicy(nn.Module):
@@ -135,6 +138,10 @@ class VLAPolicy(nn.Module):
                         f"PolicyConfig.vision: cannot load {config.vision}: {_first_line(e)}"
                     ) from None
             width += self.vision.output_dim
+        # Linear probe of the camera features for the egg's position (egg_aux): training only.
+        self.egg_probe: nn.Linear | None = None
+        if self.vision is not None and config.egg_aux > 0.0:
+            self.egg_probe = nn.Linear(self.vision.output_dim, 3)
         self.points: PointNetEncoder | None = PointNetEncoder() if config.use_points else None
         if self.points is not None:
             width += self.points.output_dim
@@ -217,13 +224,16 @@ class VLAPolicy(nn.Module):
         """The prediction for ``batch``: ``proprio (B, 15)``, plus as configured ``egg (B, 13)``,
         ``image (B, H, W, 3)`` uint8, ``points (B, N, 3)`` and either ``language (B, E)``
         embeddings or ``instruction`` (B strings). Tensors or arrays."""
-        features = self.features(batch)
+        features, seen = self.features(batch)
         end = None if self.end_head is None else self.end_head(features)
-        return ChunkPrediction(self.head(features), end)
+        egg = None if self.egg_probe is None else self.egg_probe(seen)
+        return ChunkPrediction(self.head(features), end, egg)
 
-    def features(self, batch: dict) -> torch.Tensor:
-        """The fused, instruction-modulated features ``(B, hidden)`` that the heads decode."""
+    def features(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The fused, instruction-modulated features ``(B, hidden)`` that the heads decode, and the
+        camera's own features (None without an image)."""
         cfg = self.config
+        seen = None
         proprio = self._tensor(batch["proprio"])
         features = [(proprio - self.proprio_mean) / self.proprio_std]
         if cfg.use_egg_state:
@@ -235,7 +245,11 @@ class VLAPolicy(nn.Module):
             time = self._tensor(self._require(batch, "time")).reshape(-1, 1)
             features.append(time / TIME_SCALE - 1.0)
         if self.vision is not None:
-            features.append(self.vision(self._tensor(self._require(batch, "image"), dtype=None)))
+            images = self._tensor(self._require(batch, "image"), dtype=None)
+            if self.training and cfg.image_shift > 0:
+                images = random_shift(images, cfg.image_shift)
+            seen = self.vision(images)
+            features.append(seen)
         if self.points is not None:
             points = self._tensor(self._require(batch, "points"))
             features.append(self.points((points - self.points_mean) / self.points_std))
@@ -249,7 +263,7 @@ class VLAPolicy(nn.Module):
                 language = language * language.shape[-1] ** -0.5
             gamma, beta = self.film(language).chunk(2, dim=-1)
             h = h * (1.0 + gamma) + beta
-        return self.post(h)
+        return self.post(h), seen
 
     @staticmethod
     def _require(batch: dict, key: str):
@@ -269,7 +283,8 @@ class VLAPolicy(nn.Module):
         """Mixture NLL of the batch's action chunk (``deltas (B, chunk, 5)`` from the previous
         command; raw, converted and normalised here) where ``mask (B, chunk)`` is 1 (all steps when
         there is no mask); with ``predict_end``, plus the binary cross-entropy of the mask's 0s
-        (steps past the demonstration's end), summed over the chunk."""
+        (steps past the demonstration's end), summed over the chunk; with ``egg_aux``, plus that
+        weight times the squared error of the camera's egg position (``egg (B, 13)`` needed)."""
         flat = self.targets(batch)
         b, chunk = flat.shape[0], self.config.chunk
         target = (flat - self.delta_mean) / self.delta_std
@@ -285,6 +300,14 @@ class VLAPolicy(nn.Module):
                 + F.binary_cross_entropy_with_logits(prediction.end_logits, ended, reduction="none")
                 .sum(-1)
                 .mean()
+            )
+        if prediction.egg_position is not None:
+            egg = self._tensor(self._require(batch, "egg"))[:, :3]
+            target = (egg - self.egg_mean[:3]) / self.egg_std[:3]
+            loss = (
+                loss
+                + self.config.egg_aux
+                * F.mse_loss(prediction.egg_position, target, reduction="none").sum(-1).mean()
             )
         return loss
 

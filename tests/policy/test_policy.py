@@ -6,7 +6,7 @@ import torch
 
 from robo_coevolve.explore.policies import Policy, command_as_action
 from robo_coevolve.policy import PolicyConfig, PolicyConfigError, VLAPolicy, normalization_stats
-from robo_coevolve.policy.encoders import LanguageEncoder, default_language_model
+from robo_coevolve.policy.encoders import LanguageEncoder, default_language_model, random_shift
 from robo_coevolve.policy.heads import GaussianMixture
 from robo_coevolve.task_spec import SPATULA_HIGH, SPATULA_LOW
 
@@ -393,6 +393,72 @@ def test_input_noise_perturbs_the_state_in_training_only(noise):
     assert torch.equal(policy(obs).mixture.means, policy(obs).mixture.means)
 
 
+def test_random_shift_is_a_crop_of_the_border_padded_image():
+    images = torch.randint(0, 256, (64, 8, 8, 3), dtype=torch.uint8)
+    shifted = random_shift(images, 2, torch.Generator().manual_seed(0))
+    assert shifted.dtype == torch.uint8 and shifted.shape == images.shape
+    padded = torch.nn.functional.pad(images.permute(0, 3, 1, 2).float(), (2, 2, 2, 2), mode="replicate")
+    offsets = set()
+    for image, out in zip(padded, shifted, strict=True):
+        crops = [
+            (dy, dx)
+            for dy in range(5)
+            for dx in range(5)
+            if torch.equal(image[:, dy : dy + 8, dx : dx + 8].permute(1, 2, 0).to(torch.uint8), out)
+        ]
+        assert len(crops) == 1  # random pixels: exactly one window matches
+        offsets.add(crops[0])
+    assert len(offsets) > 10  # each image draws its own offset, over the whole range
+    assert {dy for dy, _ in offsets} == set(range(5)) and {dx for _, dx in offsets} == set(range(5))
+    assert random_shift(images, 0) is images
+
+
+def test_image_shift_moves_the_camera_image_in_training_only():
+    torch.manual_seed(0)
+    cfg = PolicyConfig(use_image=True, image_size=16, use_language=False, hidden=32, image_shift=3)
+    policy = VLAPolicy(cfg)
+    seen = []
+    policy.vision.register_forward_pre_hook(lambda module, args: seen.append(args[0].clone()))
+    obs = observations(cfg, 4)
+    policy.train()
+    policy(obs)
+    policy.eval()
+    policy(obs)
+    original = torch.as_tensor(obs["image"])
+    assert not torch.equal(seen[0], original) and torch.equal(seen[1], original)
+
+
+def test_egg_aux_teaches_the_camera_features_where_the_egg_is():
+    """A bright square at the egg's (x, y): the probe learns to read it, the policy's inputs stay
+    the same (no egg state), and without ``egg_aux`` there is no probe and no extra loss."""
+    rng = np.random.default_rng(0)
+    n, size = 64, 16
+    egg = np.zeros((n, 13), np.float32)
+    egg[:, :2] = rng.uniform(-1, 1, (n, 2))
+    images = np.zeros((n, size, size, 3), np.uint8)
+    for image, (x, y) in zip(images, egg[:, :2], strict=True):
+        row, col = int((y + 1) / 2 * (size - 3)), int((x + 1) / 2 * (size - 3))
+        image[row : row + 3, col : col + 3] = 255
+    base = dict(use_image=True, image_size=size, use_language=False, hidden=32, chunk=2, execute=1)
+    obs = {"proprio": centred_proprio(n), "time": np.zeros(n, np.float32), "image": images}
+    batch = {**obs, "egg": egg, "deltas": np.zeros((n, 2, 5), np.float32)}
+
+    plain = VLAPolicy(PolicyConfig(**base))
+    assert plain.egg_probe is None and plain(obs).egg_position is None
+
+    torch.manual_seed(0)
+    policy = VLAPolicy(PolicyConfig(**base, egg_aux=1.0))
+    policy.set_normalization({"egg_mean": egg.mean(0), "egg_std": egg.std(0) + 1e-3})
+    target = torch.as_tensor((egg[:, :2] - egg[:, :2].mean(0)) / (egg[:, :2].std(0) + 1e-3))
+    before = ((policy(obs).egg_position[:, :2] - target) ** 2).mean().item()
+    fit(policy, batch, steps=300)
+    policy.eval()
+    after = ((policy(obs).egg_position[:, :2] - target) ** 2).mean().item()
+    assert before > 0.5 and after < 0.1 * before  # unit-variance targets: the probe reads the square
+    with pytest.raises(KeyError, match="'egg'"):
+        policy.loss({k: v for k, v in batch.items() if k != "egg"})
+
+
 def test_act_feeds_the_episode_time_it_counts_since_reset():
     cfg = PolicyConfig(**{**STATE_ONLY, "chunk": 4, "execute": 2, "control_hz": 50.0})
     policy = VLAPolicy(cfg)
@@ -420,6 +486,8 @@ def test_act_feeds_the_episode_time_it_counts_since_reset():
         (dict(action_mode="velocity"), "action_mode"),
         (dict(end_threshold=1.0), "end_threshold"),
         (dict(input_noise=-0.1), "input_noise"),
+        (dict(image_size=16, image_shift=8), "image_shift"),
+        (dict(egg_aux=-1.0), "egg_aux"),
     ],
 )
 def test_invalid_configs_name_the_field(overrides, field):
