@@ -15,9 +15,12 @@ from robo_coevolve.coevolve import TaskPool
 from robo_coevolve.evolve.run_state import RunState, rollback
 from robo_coevolve.library import SkillLibrary
 
-# Scoop is never mastered, so iterations 2 and 3 run synthesis on its pool after the search.
+# Scoop is never mastered, so iterations 2 and 3 run synthesis on its pool after the search; with
+# grip 1.0 they explore with primitives whatever the tiny policy scores (2 of 8 tasks on one CPU,
+# 1 on another), so the pool's trials do not hinge on the last bits of a training run.
 TINY = [
     "coevolve=default",
+    "explore.schedule.grip=1.0",
     "explore.budget=150",
     "explore.population=50",
     "explore.select_trials=10",

@@ -79,21 +79,27 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
 
 def test_moving_average_weights_validate_better_than_the_noisy_last_step(scoop_segments):
     """At a learning rate high enough to make single steps noisy, the kept moving average of the
-    weights has a lower validation loss than the last iterate of the same run; a cosine schedule
-    ends at a learning rate of zero."""
+    weights has a lower validation loss than the last iterate of the same run, on average over
+    four training seeds (a single seed's last step can land well: seed 0 did by 1.1 on one CPU;
+    the mean gain was 8.5); a cosine schedule ends at a learning rate of zero."""
     config = PolicyConfig(use_image=False, use_egg_state=True, use_language=False, hidden=64)
     data = ChunkDataset.from_segments(scoop_segments, config.chunk)
     fits = {}
-    for ema, schedule in ((None, "constant"), (0.95, "constant"), (None, "cosine")):
-        torch.manual_seed(0)
+    runs = [(seed, ema, "constant") for seed in range(4) for ema in (None, 0.95)] + [(0, None, "cosine")]
+    for seed, ema, schedule in runs:
+        torch.manual_seed(seed)
         policy = VLAPolicy(config)
         train = TrainConfig(steps=300, batch_size=64, lr=1e-2, eval_every=300, progress=False)
         train = replace(train, ema_decay=ema, lr_schedule=schedule)
-        fits[ema, schedule] = BCTrainer(policy, train).fit(data)
-    last, averaged = fits[None, "constant"], fits[0.95, "constant"]
-    assert averaged["best_val_loss"] < last["best_val_loss"] - 1.0, (averaged, last)
+        fits[seed, ema, schedule] = BCTrainer(policy, train).fit(data)
+    gains = [
+        fits[s, None, "constant"]["best_val_loss"] - fits[s, 0.95, "constant"]["best_val_loss"]
+        for s in range(4)
+    ]
+    assert np.mean(gains) > 2.0 and sum(g > 0 for g in gains) >= 3, gains
+    last = fits[0, None, "constant"]
     assert last["history"][-1]["lr"] == 1e-2
-    assert fits[None, "cosine"]["history"][-1]["lr"] == pytest.approx(0.0, abs=1e-9)
+    assert fits[0, None, "cosine"]["history"][-1]["lr"] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_bad_training_settings_are_named():
