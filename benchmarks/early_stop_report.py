@@ -6,7 +6,8 @@ is bootstrapped from nothing, where most trials fail) run on tasks of the skill'
 (``explore.value_model``) learns to predict success from a trial's first ``prefix`` seconds; its
 threshold is calibrated on a held-back share of the past trials to cut at most ``--cut-rate`` of
 their successes. Printed per skill and prefix: physics steps per success found without and with
-the cut, the ratio, and how many of the fresh trials' true successes it cut.
+the cut, the ratio, how many of the fresh trials' true successes it cut, and the oracle's ratio
+(every failure and no success cut at the first checkpoint: the most early stopping can save there).
 
 With ``--source search`` the past and fresh trials are instead two mixture-CEM searches with
 different seeds (whose modes differ: a distribution shift the model is not trained for).
@@ -90,6 +91,9 @@ def main() -> None:
                 stops = stop.stops(test)
                 with_cut = physics_cost(test, substeps, stops)
                 wins = max(1, base["successes"])
+                # the bound: every failure, and no success, cut at the first checkpoint
+                oracle = [steps[0] if not t.success and len(t) > steps[0] else -1 for t in test]
+                oracle_cost = physics_cost(test, substeps, np.array(oracle))
                 row = {
                     "skill": skill,
                     "source": args.source,
@@ -100,6 +104,7 @@ def main() -> None:
                     "steps_per_success_without": base["steps_per_success"],
                     "steps_per_success_with": with_cut["steps_per_success"],
                     "ratio": base["steps_per_success"] / with_cut["steps_per_success"],
+                    "oracle_ratio": base["steps_per_success"] / oracle_cost["steps_per_success"],
                     "cut": with_cut["cut"],
                     "cut_successes": with_cut["cut_successes"],
                     "cut_success_share": with_cut["cut_successes"] / wins,
@@ -111,13 +116,13 @@ def main() -> None:
     print()
     print(
         f"{'skill':6} {'checkpoints s':>15} {'success':>8} {'steps/success':>14} {'with cut':>9} {'ratio':>6} "
-        f"{'cut':>5} {'successes cut':>14}"
+        f"{'cut':>5} {'successes cut':>14} {'oracle':>7}"
     )
     for r in rows:
         print(
             f"{r['skill']:6} {r['prefix_s']:>15} {r['test_success']:8.0%} "
             f"{r['steps_per_success_without']:14,.0f} {r['steps_per_success_with']:9,.0f} "
-            f"{r['ratio']:5.2f}x {r['cut']:5d} {r['cut_successes']:5d} ({r['cut_success_share']:.1%})"
+            f"{r['ratio']:5.2f}x {r['cut']:5d} {r['cut_successes']:5d} ({r['cut_success_share']:.1%}) {r['oracle_ratio']:6.2f}x"
         )
     if args.json:
         with open(args.json, "w") as f:
