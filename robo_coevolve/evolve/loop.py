@@ -5,7 +5,8 @@ every node is mastered, on the first mastered node whose success has since falle
 
 1. **explore**: a skill's first iteration searches motion primitives with mixture CEM, and the
    search's answer then demonstrates the skill on ``SearchSettings.demos`` fresh tasks (if it is
-   reliable there, those successes, not the search's noisy ones, are refined); later iterations
+   reliable there, those successes, not the search's noisy ones, are refined; if not, with
+   ``TrainSettings.compare_examples``, a clone of each set decides which); later iterations
    split their trials between primitives around the modes found and the policy's own episodes
    with correlated noise (``ExploreSchedule``);
 2. **score** is the simulator's: every trial comes back with its physics verdict;
@@ -128,7 +129,16 @@ class TrainSettings:
 
     ``candidates`` > 1 trains that many policies per iteration, each from its own seeds, and the
     selection tasks pick the best of them (it then faces the current policy as above): the seed
-    lottery is drawn several times instead of once. It needs ``select_episodes`` > 0."""
+    lottery is drawn several times instead of once. It needs ``select_episodes`` > 0.
+
+    ``compare_examples``: when a node's first search ends with an answer under
+    ``explore.demo_bar``, clone both the search's successes and the answer's successful
+    demonstrations (``SearchResult.contenders``, ``candidates`` policies each) and let the
+    selection tasks decide; only the winning set's segments enter the library. Below the bar
+    neither set is reliably the better teacher (README, "Which examples below the bar"): the
+    demonstrations of a flip answer at ~90% cloned to 52-55% against 53-79% from the search's
+    successes, those of a catch answer at 87% to 79-82% against 29-61%. It needs
+    ``select_episodes`` > 0. Off, the bar alone decides (the search's successes)."""
 
     train: TrainConfig = TrainConfig(progress=False)
     finetune_steps: int = 1000
@@ -136,6 +146,7 @@ class TrainSettings:
     refit: bool = False
     select_episodes: int = 0
     candidates: int = 1
+    compare_examples: bool = False
 
     def __post_init__(self) -> None:
         if self.finetune_steps < 1 or self.max_segments < 1:
@@ -150,6 +161,11 @@ class TrainSettings:
         if self.candidates > 1 and not self.select_episodes:
             raise ValueError(
                 f"train.candidates={self.candidates} needs train.select_episodes > 0 to choose among them"
+            )
+        if self.compare_examples and not self.select_episodes:
+            raise ValueError(
+                "train.compare_examples=true needs train.select_episodes > 0 to compare the example "
+                "sets' clones: set one, or train.compare_examples=false"
             )
 
 
@@ -332,21 +348,43 @@ class EvolutionLoop:
 
         # 0. co-evolve the tasks (after the node's first search), then 1-2. explore, scored by physics
         synthesis, made = self._synthesize(node, info, rng, k)
-        successes, explored = self._explore(node, info, rng, k, synthesis)
-        successes = made + successes
-        # 3-4. refine and store
+        contenders, explored = self._explore(node, info, rng, k, synthesis)
+        # 3-4. refine, and store (when example sets compete, the winner's, after step 5)
         bank = [m["meta"]["features"] for m in self.library.metadata(node.skill) if "features" in m["meta"]]
-        segments, report = self.refiner.refine(
-            successes[-self.refine_successes :], np.array(bank) if bank else None, iteration=k
-        )
-        self.library.add(segments)
+        refined = {
+            name: self.refiner.refine(
+                (made + found)[-self.refine_successes :], np.array(bank) if bank else None, iteration=k
+            )
+            for name, found in contenders.items()
+        }
+        if len(refined) == 1:
+            segments, report = next(iter(refined.values()))
+            self.library.add(segments)
         # 5-6. train, then evaluate the node and those it keeps (not before the first success)
         fit, evaluations, mastered, selection = None, {}, False, None
         kept = self._kept(node)
-        if self.library.count(node.skill):
+        if len(refined) > 1:
+            candidates, sets = [], []
+            for name, (segments, _) in refined.items():
+                if segments:
+                    candidates += self._train(node, kept, rng, k, segments=segments, tag=name)
+                    sets += [name] * self.train.candidates
+            if candidates:
+                fit, selection = self._select(node, k, candidates, new_stage=not self.tree.history[node.name])
+                winner = sets[selection["taken"]]
+            else:
+                winner = next(iter(refined))
+            segments, report = refined[winner]
+            self.library.add(segments)
+            explored["examples"] = winner
+            if selection is not None:
+                selection["example_sets"] = sets
+            log.info("iteration %d: %s examples from %s (compared: %s)", k, node.name, winner, sets)
+        elif self.library.count(node.skill):
             candidates = self._train(node, kept, rng, k)
             # A node's first training is a new stage: the current policy never learnt it.
             fit, selection = self._select(node, k, candidates, new_stage=not self.tree.history[node.name])
+        if fit is not None:
             for n in [node, *kept]:
                 evaluations[n.name] = evaluate_policy(
                     self.policy, n.distribution(), self.backend, n.eval_tasks, seed=self._eval_seed(n)
@@ -519,20 +557,22 @@ class EvolutionLoop:
                 demo_bar=s.demo_bar,
                 on_generation=record,
             )
-            successes = result.examples
-            if successes:  # else the next iteration searches again, from other seeds
+            contenders = result.contenders if self.train.compare_examples else {"examples": result.examples}
+            if any(contenders.values()):  # else the next iteration searches again, from other seeds
                 info["modes"] = [np.asarray(m).tolist() for m in result.modes]
                 info["best_params"] = np.asarray(result.best_params).tolist()
             out = {
                 "kind": "search",
                 "trials": result.trials,
-                "successes": len(successes),
+                "successes": len(result.examples),
                 "search_success": result.success_rate,
                 "demo_success": result.demo_success,
             }
+            if len(contenders) > 1:
+                out["contenders"] = {name: len(found) for name, found in contenders.items()}
             if pool is not None:
                 out["coevolve"] = {"pool": len(pool)}
-            return successes, out
+            return contenders, out
         n_primitive, n_policy = self.schedule.split(self.tree.latest_success(node.name))
         validation = 0 if synthesis is None else synthesis.validation_trials
         if validation:
@@ -579,16 +619,23 @@ class EvolutionLoop:
                 "weights": [round(float(w), 4) for w in pool.weights()],
                 **(synthesis.to_dict() if synthesis is not None else {}),
             }
-        return successes, out
+        return {"explored": successes}, out
 
     def _train(
-        self, node: SkillNode, kept: list[SkillNode], rng: np.random.Generator, k: int
+        self,
+        node: SkillNode,
+        kept: list[SkillNode],
+        rng: np.random.Generator,
+        k: int,
+        segments: list | None = None,
+        tag: str | None = None,
     ) -> list[tuple[VLAPolicy, dict]]:
         """Train ``train.candidates`` policies on the node's data, rehearsing the ``kept`` nodes'
         (:meth:`_kept`), each from its own seeds: fresh clones (``refit``, or the run's first
         training), or copies of the current policy that start a new stage or fine-tune (always
-        when consolidating a mastered node, see :class:`Budget`). Returns (policy, training
-        history) pairs."""
+        when consolidating a mastered node, see :class:`Budget`). The node's data is its latest
+        library segments, or the given ``segments`` (an example set not stored yet; its training
+        logs go under ``tag``). Returns (policy, training history) pairs."""
         c = self.policy_config if self.policy is None else self.policy.config
         image = c.image_size if c.use_image else None
         limit = self.train.max_segments
@@ -597,7 +644,10 @@ class EvolutionLoop:
             segs = self.library.segments(skill, last=limit)  # reads only those
             return ChunkDataset.from_segments(segs, c.chunk, image) if segs else None
 
-        current = data(node.skill)
+        if segments is not None:
+            current = ChunkDataset.from_segments(segments[-limit:], c.chunk, image)
+        else:
+            current = data(node.skill)
         if current is None:
             raise RuntimeError(
                 f"iteration {k}: the library has no {node.skill} segments to train on (the explorer found "
@@ -622,6 +672,8 @@ class EvolutionLoop:
                 progress=False,
             )
             logs = self.output_dir / "train" / checkpoint_name(k)
+            if tag is not None:
+                logs = logs / tag
             if self.train.candidates > 1:
                 logs = logs / f"candidate_{i}"
             fit = BCTrainer(policy, config, output_dir=logs).fit(

@@ -96,6 +96,19 @@ class SearchResult:
             return [t for t in self.demos if t.success]
         return self.successes
 
+    @property
+    def contenders(self) -> dict[str, list[Trajectory]]:
+        """The example sets a learner may choose between, by name: the answer's successful
+        demonstrations alone when they met ``demo_bar``; below it, the search's own successes and
+        the demonstrations' successes, for a closed-loop comparison to decide (the evolution loop
+        clones each: below the bar neither is reliably better, README "Which examples"); the
+        search's successes alone when no demonstration ran or succeeded."""
+        shown = [t for t in self.demos if t.success]
+        rate = self.demo_success
+        if rate is not None and rate >= self.demo_bar:
+            return {"demonstrations": shown}
+        return {"search": self.successes, **({"demonstrations": shown} if shown else {})}
+
 
 @dataclass(frozen=True)
 class SearchSettings:

@@ -94,16 +94,27 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
         assert (d / name).read_bytes()[:4] == b"\x89PNG"
     for k, node in ((1, "scoop"), (2, "flip")):
         assert (d / "videos" / f"iter{k:03d}_{node}_best.mp4").stat().st_size > 1000
-        assert (d / "train" / f"iter_{k:04d}" / "metrics.jsonl").is_file()
+    assert (d / "train" / "iter_0001" / "metrics.jsonl").is_file()
+    # Flip's answer fell short of the bar (29 of 40 demonstrations here), so a clone of each example
+    # set competed on the selection tasks, and only the winner's segments were stored.
+    flip = rows[1]
+    assert flip["explore"]["demo_success"] < 0.95
+    assert flip["explore"]["contenders"]["search"] > 0 and flip["explore"]["contenders"]["demonstrations"] > 0
+    sets = flip["train"]["selection"]["example_sets"]
+    assert sets == ["search", "demonstrations"] and len(flip["train"]["selection"]["candidates"]) == 2
+    assert flip["explore"]["examples"] == sets[flip["train"]["selection"]["taken"]]
+    assert flip["library"]["flip"] == flip["refine"]["admitted"]  # the winner's segments alone
+    for name in sets:
+        assert (d / "train" / "iter_0002" / name / "metrics.jsonl").is_file()
     assert any((d / "tensorboard").iterdir())
     assert (d / ".hydra" / "config.yaml").is_file()  # the resolved config
 
 
 def test_a_sigkilled_run_resumes_to_the_same_library_and_metrics(uninterrupted, tmp_path):
     run_dir = tmp_path / "run"
-    # Kill it in iteration 2 after its segments are stored (training has begun), so the
-    # resume must roll the library back.
-    kill_when(command(run_dir), run_dir / "train" / "iter_0002")
+    # Kill it in iteration 2 as soon as its segments are stored (after the example sets' clones
+    # competed), so the resume must roll the library back.
+    kill_when(command(run_dir), run_dir / "library" / "flip.hdf5")
     assert json.loads((run_dir / "state.json").read_text())["iteration"] == 1
     assert SkillLibrary(run_dir / "library").count("flip") > 0  # the interrupted iteration's segments
     # Resumed the way a user continues a tree: the run's own config, rebuilt from its .hydra folder.

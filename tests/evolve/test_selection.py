@@ -99,6 +99,8 @@ def test_selection_settings_are_checked():
         TrainSettings(candidates=2)
     with pytest.raises(ValueError, match="candidates"):
         TrainSettings(candidates=0, select_episodes=5)
+    with pytest.raises(ValueError, match="compare_examples=true needs train.select_episodes"):
+        TrainSettings(compare_examples=True)
 
 
 def bare_loop(

@@ -92,6 +92,22 @@ def test_the_demonstrations_are_the_examples_only_from_a_reliable_answer():
     assert result.examples == found
 
 
+def test_below_the_bar_both_example_sets_contend():
+    from types import SimpleNamespace
+
+    from robo_coevolve.explore.search import SearchResult
+
+    found = [SimpleNamespace(success=True)] * 5
+    shown = [SimpleNamespace(success=ok) for ok in (True, True, True, False)]  # 75% success
+    result = SearchResult("catch", 10, [], None, [], successes=found, demos=shown, demo_bar=0.75)
+    assert result.contenders == {"demonstrations": shown[:3]}  # at the bar: the answer alone
+    result.demo_bar = 0.8
+    assert result.contenders == {"search": found, "demonstrations": shown[:3]}
+    failed = SearchResult("catch", 10, [], None, [], successes=found, demos=shown[3:], demo_bar=0.8)
+    assert failed.contenders == {"search": found}  # no demonstration succeeded
+    assert SearchResult("catch", 10, [], None, [], successes=found).contenders == {"search": found}
+
+
 def test_score_ranks_success_over_failure_and_safer_success_higher():
     fail = {"success": False, "progress": 0.9, "margin": 0.0}
     tight = {"success": True, "progress": 1.0, "margin": 0.1}
