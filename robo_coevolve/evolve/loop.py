@@ -134,7 +134,9 @@ class TrainSettings:
     ``compare_examples``: when a node's first search ends with an answer under
     ``explore.demo_bar``, clone both the search's successes and the answer's successful
     demonstrations (``SearchResult.contenders``, ``candidates`` policies each) and let the
-    selection tasks decide; only the winning set's segments enter the library. Below the bar
+    selection tasks decide, on the node's own success first (a clone's forgetting of the other
+    skills is its training seed's draw; the set is kept for good); only the winning set's
+    segments enter the library. Below the bar
     neither set is reliably the better teacher (README, "Which examples below the bar"): the
     demonstrations of a flip answer at ~90% cloned to 52-55% against 53-79% from the search's
     successes, those of a catch answer at 87% to 79-82% against 29-61%. It needs
@@ -370,7 +372,11 @@ class EvolutionLoop:
                     candidates += self._train(node, kept, rng, k, segments=segments, tag=name)
                     sets += [name] * self.train.candidates
             if candidates:
-                fit, selection = self._select(node, k, candidates, new_stage=not self.tree.history[node.name])
+                # The sets compete on the node's own skill: what a clone forgets of the others is
+                # the training seed's draw (README), the set is kept for good.
+                fit, selection = self._select(
+                    node, k, candidates, new_stage=not self.tree.history[node.name], own_first=True
+                )
                 winner = sets[selection["taken"]]
             else:
                 winner = next(iter(refined))
@@ -691,13 +697,18 @@ class EvolutionLoop:
         return self.train.train.rehearsal_share
 
     def _select(
-        self, node: SkillNode, k: int, candidates: list[tuple[VLAPolicy, dict]], new_stage: bool
+        self,
+        node: SkillNode,
+        k: int,
+        candidates: list[tuple[VLAPolicy, dict]],
+        new_stage: bool,
+        own_first: bool = False,
     ) -> tuple[dict, dict | None]:
-        """Make the best of ``candidates`` (:func:`selection_score`) the policy, unless the current
-        one does better closed loop on this iteration's selection tasks
-        (``TrainSettings.select_episodes``; every policy runs the same tasks). A new stage takes
-        the best candidate whatever it scores. Returns the training history of the best candidate
-        and what was measured (None without selection)."""
+        """Make the best of ``candidates`` (:func:`selection_score`; with ``own_first``, first by
+        the node's own success) the policy, unless the current one does better closed loop on this
+        iteration's selection tasks (``TrainSettings.select_episodes``; every policy runs the same
+        tasks). A new stage takes the best candidate whatever it scores. Returns the training
+        history of the best candidate and what was measured (None without selection)."""
         n = self.train.select_episodes
         if not n:
             self.policy, fit = candidates[0]
@@ -715,7 +726,8 @@ class EvolutionLoop:
         bars = {m.name: m.mastery for m in nodes}
         measured = [rates(policy) for policy, _ in candidates]
         scores = [selection_score(r, bars) for r in measured]
-        best = max(range(len(scores)), key=scores.__getitem__)  # the first of equals
+        rank = [(measured[i][node.name], *scores[i]) if own_first else scores[i] for i in range(len(scores))]
+        best = max(range(len(rank)), key=rank.__getitem__)  # the first of equals
         current = None
         if self.policy is not None and not new_stage:
             current = rates(self.policy)
