@@ -39,6 +39,8 @@ from robo_coevolve.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
 
+SELECT_MARGIN = 0.1  # modes this close to the best after one selection round run a second
+
 
 def trial_score(outcome: dict) -> float:
     """The search's ranking of one trial: progress, plus 1 + margin for a success."""
@@ -71,6 +73,7 @@ class SearchResult:
     best_params: np.ndarray | None
     modes: list[np.ndarray]
     selection: list[float] = field(default_factory=list)  # per mode, success on the selection tasks
+    selection_trials: list[int] = field(default_factory=list)  # per mode, how many it ran
     successes: list[Trajectory] = field(default_factory=list)
     last_generation: list[Trajectory] = field(default_factory=list)
     demos: list[Trajectory] = field(default_factory=list)  # the answer on fresh tasks, no noise
@@ -183,9 +186,12 @@ class PrimitiveSearch:
 
         With ``select_trials`` > 0, the last ``select_trials`` trials per mode of the budget are
         kept back to pick the answer: each mode's mean runs without noise on that many fresh
-        tasks and the one that succeeds most often wins (a validation step, counted in
-        ``trials``). Without it, the answer is the mode with the best recent success rate during
-        the search, which its exploration noise blurs.
+        tasks, every mode within ``SELECT_MARGIN`` of the best then runs on as many more (beyond
+        the budget), and the one that succeeds most often over all its selection tasks wins (a
+        validation step, counted in ``trials``). One round of 50 tasks misjudged catch's modes,
+        87%, 75% and 83% on 400 tasks, as 90%, 94% and 84% (README). Without it, the answer is
+        the mode with the best recent success rate during the search, which its exploration
+        noise blurs.
 
         With ``demos`` > 0, the answer then runs without noise on that many fresh tasks (counted
         in ``trials``, beyond the budget): ``SearchResult.demos``, which become its ``examples``
@@ -254,22 +260,30 @@ class PrimitiveSearch:
         best = self.cem.best_mode()
         best_params = None if best is None else best.mean.copy()
         selection: list[float] = []
+        counts: list[int] = []
         if select_trials and modes:
-            for k, mean in enumerate(modes):
-                tasks = self.tasks.sample_many(self.rng, select_trials)
-                runs = self.backend.run_trials(
-                    [Trial(t, PrimitivePlan(mean), {"selection": k}) for t in tasks]
-                )
-                done += len(runs)
-                selection.append(float(np.mean([t.success for t in runs])))
-                if self.keep_successes:
-                    successes.extend(t for t in runs if t.success)
+            wins = np.zeros(len(modes))
+            counts = [0] * len(modes)
+            for rerun in (False, True):
+                rates = wins / np.maximum(counts, 1)
+                for k, mean in enumerate(modes):
+                    if rerun and (len(modes) == 1 or rates[k] < rates.max() - SELECT_MARGIN):
+                        continue
+                    tasks = self.tasks.sample_many(self.rng, select_trials)
+                    runs = self.backend.run_trials(
+                        [Trial(t, PrimitivePlan(mean), {"selection": k}) for t in tasks]
+                    )
+                    done += len(runs)
+                    wins[k] += sum(t.success for t in runs)
+                    counts[k] += len(runs)
+                    if self.keep_successes:
+                        successes.extend(t for t in runs if t.success)
+            selection = [float(w / c) for w, c in zip(wins, counts, strict=True)]
             best_params = modes[int(np.argmax(selection))].copy()
             log.info(
-                "%s selection: modes succeed %s on %d fresh tasks each",
+                "%s selection: modes succeed %s on fresh tasks",
                 self.tasks.skill,
-                " ".join(f"{100 * r:.0f}%" for r in selection),
-                select_trials,
+                " ".join(f"{100 * r:.0f}% of {n}" for r, n in zip(selection, counts, strict=True)),
             )
         shown: list[Trajectory] = []
         if demos and best_params is not None:
@@ -291,6 +305,7 @@ class PrimitiveSearch:
             best_params=best_params,
             modes=modes,
             selection=selection,
+            selection_trials=counts,
             successes=successes,
             last_generation=trajs,
             demos=shown,

@@ -52,9 +52,14 @@ def test_selection_picks_the_mode_that_succeeds_most_and_the_answer_demonstrates
         result = PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend, seed=0, population=40).run(
             budget=320, select_trials=10, demos=12, demo_bar=0.0
         )
-        assert len(result.selection) == len(result.modes) >= 1
-        assert result.trials == 290 + 10 * len(result.modes) + 12
+        assert len(result.selection) == len(result.modes) == len(result.selection_trials) >= 1
+        # one round of 10 each, a second for the modes within 10 points of the best after it
+        assert all(n in (10, 20) for n in result.selection_trials)
+        if len(result.modes) > 1:
+            assert max(result.selection_trials) == 20
+        assert result.trials == 290 + sum(result.selection_trials) + 12
         best = int(np.argmax(result.selection))
+        assert result.selection_trials[best] == 20 or len(result.modes) == 1
         np.testing.assert_array_equal(result.best_params, result.modes[best])
         assert [g.trials for g in result.history][-1] == 290
         # The demonstrations: the answer itself, without noise, on 12 fresh tasks.
