@@ -35,8 +35,9 @@ def test_main_job_searches_primitives_and_renders_the_best_and_a_failure(tmp_pat
     )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())["scoop"]
-    # 210 searched, 10 per mode to pick the answer, 30 demonstrations of it
-    assert 240 < summary["trials"] <= 270 and summary["held_out_tasks"] == 20
+    # 210 searched, 10 per mode to pick the answer (10 more for those near the best), 30
+    # demonstrations of it
+    assert 240 < summary["trials"] <= 300 and summary["held_out_tasks"] == 20
     assert summary["held_out_success"] > summary["noise_baseline"]  # search beats random noise
     generations = [
         json.loads(line) for line in (tmp_path / "scoop" / "generations.jsonl").read_text().splitlines()
