@@ -136,11 +136,11 @@ class TrainSettings:
     demonstrations (``SearchResult.contenders``, ``candidates`` policies each) and let the
     selection tasks decide, on the node's own success first (a clone's forgetting of the other
     skills is its training seed's draw; the set is kept for good); only the winning set's
-    segments enter the library. Below the bar
-    neither set is reliably the better teacher (README, "Which examples below the bar"): the
-    demonstrations of a flip answer at ~90% cloned to 52-55% against 53-79% from the search's
-    successes, those of a catch answer at 87% to 79-82% against 29-61%. It needs
-    ``select_episodes`` > 0. Off, the bar alone decides (the search's successes)."""
+    segments enter the library. Below the bar neither set is reliably the better teacher
+    (README, "Which examples below the bar"): the demonstrations of a flip answer at ~90%
+    cloned to 52-55% against 53-79% from the search's successes, those of a catch answer at 87%
+    to 79-82% against 29-61%. It needs ``select_episodes`` > 0. Off, the bar alone decides (the
+    search's successes)."""
 
     train: TrainConfig = TrainConfig(progress=False)
     finetune_steps: int = 1000
