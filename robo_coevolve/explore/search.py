@@ -90,14 +90,18 @@ class SearchResult:
         return float(np.mean([t.success for t in self.demos])) if self.demos else None
 
     @property
+    def demos_meet_bar(self) -> bool:
+        """Whether the answer succeeded on at least ``demo_bar`` of its demonstrations (False
+        when none ran)."""
+        rate = self.demo_success
+        return rate is not None and rate >= self.demo_bar
+
+    @property
     def examples(self) -> list[Trajectory]:
         """What a skill library should learn from: the answer's successful demonstrations when it
         succeeded on at least ``demo_bar`` of them, else (none run, or a weaker answer) the
         search's own successes."""
-        rate = self.demo_success
-        if rate is not None and rate >= self.demo_bar:
-            return [t for t in self.demos if t.success]
-        return self.successes
+        return [t for t in self.demos if t.success] if self.demos_meet_bar else self.successes
 
     @property
     def contenders(self) -> dict[str, list[Trajectory]]:
@@ -107,8 +111,7 @@ class SearchResult:
         clones each: below the bar neither is reliably better, README "Which examples"); the
         search's successes alone when no demonstration ran or succeeded."""
         shown = [t for t in self.demos if t.success]
-        rate = self.demo_success
-        if rate is not None and rate >= self.demo_bar:
+        if self.demos_meet_bar:
             return {"demonstrations": shown}
         return {"search": self.successes, **({"demonstrations": shown} if shown else {})}
 
@@ -264,20 +267,27 @@ class PrimitiveSearch:
         if select_trials and modes:
             wins = np.zeros(len(modes))
             counts = [0] * len(modes)
-            for rerun in (False, True):
+            for first in (True, False):
                 rates = wins / np.maximum(counts, 1)
-                for k, mean in enumerate(modes):
-                    if rerun and (len(modes) == 1 or rates[k] < rates.max() - SELECT_MARGIN):
-                        continue
-                    tasks = self.tasks.sample_many(self.rng, select_trials)
-                    runs = self.backend.run_trials(
-                        [Trial(t, PrimitivePlan(mean), {"selection": k}) for t in tasks]
-                    )
-                    done += len(runs)
-                    wins[k] += sum(t.success for t in runs)
-                    counts[k] += len(runs)
-                    if self.keep_successes:
-                        successes.extend(t for t in runs if t.success)
+                racing = [
+                    k
+                    for k in range(len(modes))
+                    if first or (len(modes) > 1 and rates[k] >= rates.max() - SELECT_MARGIN)
+                ]
+                # one batch per round, so every worker is busy
+                trials = [
+                    Trial(t, PrimitivePlan(modes[k]), {"selection": k})
+                    for k in racing
+                    for t in self.tasks.sample_many(self.rng, select_trials)
+                ]
+                runs = self.backend.run_trials(trials)
+                done += len(runs)
+                for t in runs:
+                    k = t.meta["selection"]
+                    wins[k] += t.success
+                    counts[k] += 1
+                if self.keep_successes:
+                    successes.extend(t for t in runs if t.success)
             selection = [float(w / c) for w, c in zip(wins, counts, strict=True)]
             best_params = modes[int(np.argmax(selection))].copy()
             log.info(
