@@ -12,8 +12,9 @@ every node is mastered, on the first mastered node whose success has since falle
 2. **score** is the simulator's: every trial comes back with its physics verdict;
 3. **refine**: the successes' core segments, smoothed, replayed, novelty-gated (``Refiner``);
 4. **store**: into the run's ``SkillLibrary``;
-5. **train**: behaviour cloning of the policy on the node's segments, rehearsing the segments of
-   its ancestors and of every other mastered node
+5. **train**: behaviour cloning of the policy on the node's latest segments (with
+   ``TrainSettings.split_sources``, the primitives' and the policy's own apart, one clone each),
+   rehearsing the segments of its ancestors and of every other mastered node
    (a fresh clone every iteration with ``refit``; otherwise a node's first iteration starts a new
    stage and later ones fine-tune), ``candidates`` policies from different seeds; with
    ``select_episodes``, the best of them closed loop on selection tasks replaces the current
@@ -68,6 +69,17 @@ from robo_coevolve.skill_tree import MASTERED, SkillNode, SkillTree
 from robo_coevolve.video import render_highlights
 
 log = logging.getLogger(__name__)
+
+# Trajectory sources (``Trajectory.meta["source"]``) whose segments are the policy's own behaviour;
+# every other segment (the first search's examples, later primitive trials, synthesis checks) was
+# a motion primitive's.
+POLICY_SOURCES = ("policy", "adversary")
+
+
+def segment_source(meta: dict[str, Any]) -> str:
+    """The teacher of a stored segment (``SkillLibrary.metadata(...)["meta"]``): "policy" or
+    "primitives"."""
+    return "policy" if meta.get("source", {}).get("source") in POLICY_SOURCES else "primitives"
 
 
 def selection_score(rates: dict[str, float], bars: dict[str, float]) -> tuple[float, float]:
@@ -140,7 +152,16 @@ class TrainSettings:
     (README, "Which examples below the bar"): the demonstrations of a flip answer at ~90%
     cloned to 52-55% against 53-79% from the search's successes, those of a catch answer at 87%
     to 79-82% against 29-61%. It needs ``select_episodes`` > 0. Off, the bar alone decides (the
-    search's successes)."""
+    search's successes).
+
+    ``split_sources``: in a node's later iterations, clone each teacher's segments apart (the
+    latest ``max_segments`` of the motion primitives' successes, the first search's examples
+    among them, and of the policy's own noisy successes; :func:`segment_source`), ``candidates``
+    policies each, and let selection choose; a kept node is then rehearsed from the source its
+    policy was last cloned from. Offline, one flip library's primitive segments cloned to
+    99/100% and its latest policy segments to 86/95%, but the two mixed to 40/43% (README,
+    "One teacher per clone"). It needs ``select_episodes`` > 0. Off, the latest ``max_segments``
+    segments whatever their source."""
 
     train: TrainConfig = TrainConfig(progress=False)
     finetune_steps: int = 1000
@@ -149,6 +170,7 @@ class TrainSettings:
     select_episodes: int = 0
     candidates: int = 1
     compare_examples: bool = False
+    split_sources: bool = False
 
     def __post_init__(self) -> None:
         if self.finetune_steps < 1 or self.max_segments < 1:
@@ -164,11 +186,12 @@ class TrainSettings:
             raise ValueError(
                 f"train.candidates={self.candidates} needs train.select_episodes > 0 to choose among them"
             )
-        if self.compare_examples and not self.select_episodes:
-            raise ValueError(
-                "train.compare_examples=true needs train.select_episodes > 0 to compare the example "
-                "sets' clones: set one, or train.compare_examples=false"
-            )
+        for name in ("compare_examples", "split_sources"):
+            if getattr(self, name) and not self.select_episodes:
+                raise ValueError(
+                    f"train.{name}=true needs train.select_episodes > 0 to compare the clones of "
+                    f"its data sets: set one, or train.{name}=false"
+                )
 
 
 @dataclass(frozen=True)
@@ -366,11 +389,9 @@ class EvolutionLoop:
         fit, evaluations, mastered, selection = None, {}, False, None
         kept = self._kept(node)
         if len(refined) > 1:
-            candidates, sets = [], []
-            for name, (segments, _) in refined.items():
-                if segments:
-                    candidates += self._train(node, kept, rng, k, segments=segments, tag=name)
-                    sets += [name] * self.train.candidates
+            candidates, sets = self._train_sets(
+                node, kept, rng, k, {name: segs for name, (segs, _) in refined.items() if segs}
+            )
             if candidates:
                 # The sets compete on the node's own skill: what a clone forgets of the others is
                 # the training seed's draw (README), the set is kept for good.
@@ -382,14 +403,20 @@ class EvolutionLoop:
                 winner = next(iter(refined))
             segments, report = refined[winner]
             self.library.add(segments)
+            if self.train.split_sources:  # the first search's examples are all primitives'
+                info["source"] = "primitives"
             explored["examples"] = winner
             if selection is not None:
                 selection["example_sets"] = sets
             log.info("iteration %d: %s examples from %s (compared: %s)", k, node.name, winner, sets)
         elif self.library.count(node.skill):
-            candidates = self._train(node, kept, rng, k)
+            candidates, sets = self._train_sets(node, kept, rng, k, self._data_sets(node))
             # A node's first training is a new stage: the current policy never learnt it.
             fit, selection = self._select(node, k, candidates, new_stage=not self.tree.history[node.name])
+            if selection is not None and len(sets) > 1:
+                selection["sources"] = sets
+            if self.train.split_sources and (selection is None or selection["taken"] is not None):
+                info["source"] = sets[0 if selection is None else selection["taken"]]
         if fit is not None:
             for n in [node, *kept]:
                 evaluations[n.name] = evaluate_policy(
@@ -627,39 +654,67 @@ class EvolutionLoop:
             }
         return {"explored": successes}, out
 
+    def _data_sets(self, node: SkillNode) -> dict[str, list]:
+        """The node's data sets to clone: its latest ``max_segments`` segments, or with
+        ``split_sources``, those of each source (:func:`segment_source`) that has any."""
+        if not self.train.split_sources:
+            return {"latest": self.library.segments(node.skill, last=self.train.max_segments)}
+        sets = {source: self._data(node, source) for source in ("primitives", "policy")}
+        return {source: segments for source, segments in sets.items() if segments}
+
+    def _data(self, node: SkillNode, source: str | None = None) -> list:
+        """The node's latest ``max_segments`` segments from ``source``; by default, with
+        ``split_sources``, from the source its policy was last cloned from (a kept node's
+        rehearsal), else whatever their source."""
+        if source is None and self.train.split_sources:
+            source = self.state.nodes[node.name].get("source")
+        if source is None:
+            return self.library.segments(node.skill, last=self.train.max_segments)
+        metadata = self.library.metadata(node.skill)
+        chosen = [m["index"] for m in metadata if segment_source(m["meta"]) == source]
+        return self.library.segments(node.skill, indices=chosen[-self.train.max_segments :])
+
+    def _train_sets(
+        self, node: SkillNode, kept: list[SkillNode], rng: np.random.Generator, k: int, sets: dict[str, list]
+    ) -> tuple[list[tuple[VLAPolicy, dict]], list[str]]:
+        """:meth:`_train` on each of the named ``sets`` (the logs of each under its name when there
+        are several); returns the candidates and, for each, the name of its set."""
+        candidates, names = [], []
+        for name, segments in sets.items():
+            tag = name if len(sets) > 1 else None
+            candidates += self._train(node, kept, rng, k, segments=segments, tag=tag)
+            names += [name] * self.train.candidates
+        return candidates, names
+
     def _train(
         self,
         node: SkillNode,
         kept: list[SkillNode],
         rng: np.random.Generator,
         k: int,
-        segments: list | None = None,
+        segments: list,
         tag: str | None = None,
     ) -> list[tuple[VLAPolicy, dict]]:
-        """Train ``train.candidates`` policies on the node's data, rehearsing the ``kept`` nodes'
-        (:meth:`_kept`), each from its own seeds: fresh clones (``refit``, or the run's first
-        training), or copies of the current policy that start a new stage or fine-tune (always
-        when consolidating a mastered node, see :class:`Budget`). The node's data is its latest
-        library segments, or the given ``segments`` (an example set not stored yet; its training
-        logs go under ``tag``). Returns (policy, training history) pairs."""
+        """Train ``train.candidates`` policies on the node's ``segments`` (the latest
+        ``max_segments`` of them: a data set of :meth:`_data_sets`, or an example set not stored
+        yet), rehearsing the ``kept`` nodes' (:meth:`_kept`, :meth:`_data`), each from its own
+        seeds: fresh clones (``refit``, or the run's first training), or copies of the current
+        policy that start a new stage or fine-tune (always when consolidating a mastered node,
+        see :class:`Budget`). The training logs go under ``tag`` when given. Returns (policy,
+        training history) pairs."""
         c = self.policy_config if self.policy is None else self.policy.config
         image = c.image_size if c.use_image else None
-        limit = self.train.max_segments
 
-        def data(skill: str) -> ChunkDataset | None:
-            segs = self.library.segments(skill, last=limit)  # reads only those
+        def data(segs: list | None) -> ChunkDataset | None:
             return ChunkDataset.from_segments(segs, c.chunk, image) if segs else None
 
-        if segments is not None:
-            current = ChunkDataset.from_segments(segments[-limit:], c.chunk, image)
-        else:
-            current = data(node.skill)
+        current = data(segments[-self.train.max_segments :])
         if current is None:
             raise RuntimeError(
                 f"iteration {k}: the library has no {node.skill} segments to train on (the explorer found "
                 "no success the refiner kept): raise explore.budget or loosen refine settings"
             )
-        earlier = [d for d in (data(a.skill) for a in kept if a.skill != node.skill) if d]
+        earlier = [d for d in (data(self._data(a)) for a in kept if a.skill != node.skill) if d]
         rehearsal = ChunkDataset.concat(earlier) if earlier else None
         share = self._rehearsal_share(node, len(earlier))
         # consolidating a mastered node fine-tunes the kept policy (Budget), whatever refit says

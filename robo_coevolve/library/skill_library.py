@@ -138,14 +138,27 @@ class SkillLibrary:
                 raise IndexError(f"{skill} has {n} segment(s) in {self.root}: index {index} is out of range")
             return _load_demo(data[f"demo_{index}"], self.path(skill))
 
-    def segments(self, skill: str, last: int | None = None) -> list[Segment]:
-        """Every segment of ``skill`` (or only the ``last`` ones), in insertion order."""
+    def segments(
+        self, skill: str, last: int | None = None, indices: Iterable[int] | None = None
+    ) -> list[Segment]:
+        """Every segment of ``skill`` in insertion order, or only the ``last`` ones, or those at
+        ``indices`` (in the order given; reads only those)."""
         with self._reading(skill) as data:
             if data is None:
+                if indices is not None and list(indices):
+                    raise IndexError(f"{skill} has no segments in {self.root}")
                 return []
             n = _demo_count(data)
-            first = 0 if last is None else max(0, n - last)
-            return [_load_demo(data[f"demo_{i}"], self.path(skill)) for i in range(first, n)]
+            if indices is None:
+                indices = range(0 if last is None else max(0, n - last), n)
+            elif last is not None:
+                raise ValueError("SkillLibrary.segments: give last or indices, not both")
+            out = []
+            for i in indices:
+                if not 0 <= i < n:
+                    raise IndexError(f"{skill} has {n} segment(s) in {self.root}: index {i} is out of range")
+                out.append(_load_demo(data[f"demo_{i}"], self.path(skill)))
+            return out
 
     def verify(self) -> dict[str, int]:
         """Check every skill file (opens as HDF5, schema version, datasets and their lengths,

@@ -101,6 +101,8 @@ def test_selection_settings_are_checked():
         TrainSettings(candidates=0, select_episodes=5)
     with pytest.raises(ValueError, match="compare_examples=true needs train.select_episodes"):
         TrainSettings(compare_examples=True)
+    with pytest.raises(ValueError, match="split_sources=true needs train.select_episodes"):
+        TrainSettings(split_sources=True)
 
 
 def bare_loop(
@@ -169,9 +171,8 @@ def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scoo
     assert norm
 
     def trained(node: str) -> tuple[VLAPolicy, dict]:
-        ((policy, fit),) = loop._train(
-            tree.node(node), loop._kept(tree.node(node)), np.random.default_rng(0), 2
-        )
+        n = tree.node(node)
+        ((policy, fit),) = loop._train(n, loop._kept(n), np.random.default_rng(0), 2, loop._data(n))
         assert policy is not kept
         return policy, fit
 
@@ -185,3 +186,50 @@ def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scoo
     policy, fit = trained("scoop")
     assert fit["steps"] == 3
     assert all(torch.equal(policy.state_dict()[k], v) for k, v in norm.items())
+
+
+def test_split_sources_clones_each_teacher_apart_and_rehearses_a_kept_node_from_its_own(tmp_path):
+    """With ``split_sources`` a node's data sets are the latest ``max_segments`` segments of each
+    teacher (the primitives', the first search's examples among them, and the policy's own);
+    a kept node is rehearsed from the source its policy was last cloned from. Without, the
+    latest segments whatever their source."""
+    from dataclasses import replace
+
+    from robo_coevolve.evolve.loop import segment_source
+    from robo_coevolve.evolve.run_state import RunState
+    from robo_coevolve.library import SkillLibrary
+
+    def made_by(segment, source):
+        return replace(segment, meta={**segment.meta, "source": {**segment.meta["source"], "source": source}})
+
+    scoops = scripted_segments("scoop", 5)
+    stored = [scoops[0], made_by(scoops[1], "primitive"), made_by(scoops[2], "policy")]
+    stored += [made_by(scoops[3], "synthesis"), made_by(scoops[4], "adversary")]
+    assert [segment_source(s.meta) for s in stored] == [
+        "primitives",
+        "primitives",
+        "policy",
+        "primitives",
+        "policy",
+    ]
+
+    def seeds(segments):
+        return [s.meta["source"]["seed"] for s in segments]
+
+    tree = SkillTree.from_config({"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}})
+    loop = bare_loop(
+        tree, tmp_path, Budget(), TrainSettings(select_episodes=5, split_sources=True, max_segments=2)
+    )
+    loop.library = SkillLibrary(tmp_path / "library")
+    loop.library.add(stored)
+    loop.state = RunState(tree=tree.to_dict(), nodes={"scoop": {}, "flip": {}}, config={})
+    scoop = tree.node("scoop")
+    sets = loop._data_sets(scoop)
+    assert list(sets) == ["primitives", "policy"]
+    assert seeds(sets["primitives"]) == seeds(stored[1:2] + stored[3:4])  # the latest two
+    assert seeds(sets["policy"]) == seeds(stored[2:3] + stored[4:5])
+    assert seeds(loop._data(scoop)) == seeds(stored[3:])  # no source recorded yet: the latest
+    loop.state.nodes["scoop"]["source"] = "policy"
+    assert seeds(loop._data(scoop)) == seeds(sets["policy"])  # what flip's training rehearses
+    loop.train = TrainSettings(select_episodes=5, max_segments=2)
+    assert seeds(loop._data_sets(scoop)["latest"]) == seeds(stored[3:])

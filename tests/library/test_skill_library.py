@@ -218,6 +218,13 @@ def test_truncate_rolls_back_to_a_file_equal_to_one_that_never_held_the_rest(tmp
         again.truncate("scoop", -1)
 
 
-def test_segments_can_read_only_the_last_ones(library, segments):
+def test_segments_can_read_only_the_last_ones_or_those_asked_for(library, segments):
     assert [len(s) for s in library.segments("scoop", last=1)] == [len(segments["scoop"][1])]
     assert len(library.segments("scoop", last=5)) == 2 and library.segments("catch", last=1) == []
+    picked = library.segments("scoop", indices=[1, 0])
+    assert [len(s) for s in picked] == [len(segments["scoop"][1]), len(segments["scoop"][0])]
+    assert library.segments("scoop", indices=[]) == []
+    with pytest.raises(IndexError, match="out of range"):
+        library.segments("scoop", indices=[2])
+    with pytest.raises(ValueError, match="not both"):
+        library.segments("scoop", last=1, indices=[0])
