@@ -72,6 +72,24 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
         flip_data, rehearsal=scoop_data
     )
     assert "rehearsal_val_loss" in fit["history"][-1]
+    # The normalisation is the flip data's own (normalize_on="data"), not pooled with scoop's.
+    train, _ = flip_data.split(0.1, np.random.default_rng(0))
+
+    def normalised_as(stats) -> VLAPolicy:
+        reference = VLAPolicy(policy.config)
+        reference.set_normalization(stats)  # floors the stds as a fit does
+        return reference
+
+    own = normalised_as(train.statistics())
+    pooled = normalised_as(ChunkDataset.concat([train, scoop_data]).statistics())
+    for name in ("proprio_std", "egg_std", "delta_std"):
+        np.testing.assert_allclose(getattr(policy, name), getattr(own, name), rtol=1e-5)
+    assert not np.allclose(own.proprio_std, pooled.proprio_std, rtol=0.05)
+    torch.manual_seed(0)
+    again = VLAPolicy(policy.config)
+    config = TrainConfig(steps=1, batch_size=64, eval_every=1, progress=False, normalize_on="all")
+    BCTrainer(again, config).fit(flip_data, rehearsal=scoop_data)
+    np.testing.assert_allclose(again.proprio_std, pooled.proprio_std, rtol=1e-5)
     both = ChunkDataset.concat([scoop_data, flip_data])
     assert len(both) == len(scoop_data) + len(flip_data)
     assert len(np.unique(both.segment_index)) == len(np.unique(scoop_data.segment_index)) + len(flip)
@@ -107,6 +125,8 @@ def test_bad_training_settings_are_named():
         TrainConfig(steps=0)
     with pytest.raises(ValueError, match="rehearsal_share"):
         TrainConfig(rehearsal_share=1.5)
+    with pytest.raises(ValueError, match="normalize_on"):
+        TrainConfig(normalize_on="rehearsal")
     with pytest.raises(ValueError, match="ema_decay"):
         TrainConfig(ema_decay=1.0)
     with pytest.raises(ValueError, match="lr_schedule"):
