@@ -143,16 +143,12 @@ class SkillLibrary:
     ) -> list[Segment]:
         """Every segment of ``skill`` in insertion order, or only the ``last`` ones, or those at
         ``indices`` (in the order given; reads only those)."""
+        if last is not None and indices is not None:
+            raise ValueError("SkillLibrary.segments: give last or indices, not both")
         with self._reading(skill) as data:
-            if data is None:
-                if indices is not None and list(indices):
-                    raise IndexError(f"{skill} has no segments in {self.root}")
-                return []
-            n = _demo_count(data)
+            n = 0 if data is None else _demo_count(data)
             if indices is None:
                 indices = range(0 if last is None else max(0, n - last), n)
-            elif last is not None:
-                raise ValueError("SkillLibrary.segments: give last or indices, not both")
             out = []
             for i in indices:
                 if not 0 <= i < n:
