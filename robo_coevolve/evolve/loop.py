@@ -659,64 +659,71 @@ class EvolutionLoop:
         ``split_sources``, those of each source (:func:`segment_source`) that has any."""
         if not self.train.split_sources:
             return {"latest": self.library.segments(node.skill, last=self.train.max_segments)}
-        sets = {source: self._data(node, source) for source in ("primitives", "policy")}
-        return {source: segments for source, segments in sets.items() if segments}
+        latest = self._latest_by_source(node.skill)
+        return {source: self.library.segments(node.skill, indices=latest[source]) for source in latest}
 
-    def _data(self, node: SkillNode, source: str | None = None) -> list:
-        """The node's latest ``max_segments`` segments from ``source``; by default, with
-        ``split_sources``, from the source its policy was last cloned from (a kept node's
-        rehearsal), else whatever their source."""
-        if source is None and self.train.split_sources:
-            source = self.state.nodes[node.name].get("source")
+    def _data(self, node: SkillNode) -> list:
+        """A kept node's rehearsal data: its latest ``max_segments`` segments, with
+        ``split_sources`` from the source its policy was last cloned from."""
+        source = self.state.nodes[node.name].get("source") if self.train.split_sources else None
         if source is None:
             return self.library.segments(node.skill, last=self.train.max_segments)
-        metadata = self.library.metadata(node.skill)
-        chosen = [m["index"] for m in metadata if segment_source(m["meta"]) == source]
-        return self.library.segments(node.skill, indices=chosen[-self.train.max_segments :])
+        indices = self._latest_by_source(node.skill).get(source, [])
+        return self.library.segments(node.skill, indices=indices)
+
+    def _latest_by_source(self, skill: str) -> dict[str, list[int]]:
+        """Indices of the latest ``max_segments`` segments of ``skill`` per source that has any,
+        primitives first (selection takes the first of equals)."""
+        by_source: dict[str, list[int]] = {"primitives": [], "policy": []}
+        for m in self.library.metadata(skill):
+            by_source[segment_source(m["meta"])].append(m["index"])
+        return {source: idx[-self.train.max_segments :] for source, idx in by_source.items() if idx}
 
     def _train_sets(
         self, node: SkillNode, kept: list[SkillNode], rng: np.random.Generator, k: int, sets: dict[str, list]
     ) -> tuple[list[tuple[VLAPolicy, dict]], list[str]]:
-        """:meth:`_train` on each of the named ``sets`` (the logs of each under its name when there
-        are several); returns the candidates and, for each, the name of its set."""
+        """Clone the node's named data ``sets`` (the latest ``max_segments`` segments of each: from
+        :meth:`_data_sets`, or example sets not stored yet), ``train.candidates`` policies each
+        (:meth:`_train`), all rehearsing the same data of the ``kept`` nodes (:meth:`_kept`,
+        :meth:`_data`; read once). The logs of each set go under its name when there are several.
+        Returns the candidates and, for each, the name of its set."""
+        c = self.policy_config if self.policy is None else self.policy.config
+        image = c.image_size if c.use_image else None
+
+        def data(segs: list) -> ChunkDataset | None:
+            return ChunkDataset.from_segments(segs, c.chunk, image) if segs else None
+
+        earlier = [d for d in (data(self._data(a)) for a in kept if a.skill != node.skill) if d]
+        rehearsal = ChunkDataset.concat(earlier) if earlier else None
+        share = self._rehearsal_share(node, len(earlier))
         candidates, names = [], []
         for name, segments in sets.items():
+            current = data(segments[-self.train.max_segments :])
+            if current is None:
+                raise RuntimeError(
+                    f"iteration {k}: the library has no {node.skill} segments to train on (the explorer "
+                    "found no success the refiner kept): raise explore.budget or loosen refine settings"
+                )
             tag = name if len(sets) > 1 else None
-            candidates += self._train(node, kept, rng, k, segments=segments, tag=tag)
+            candidates += self._train(node, rng, k, current, rehearsal, share, tag)
             names += [name] * self.train.candidates
         return candidates, names
 
     def _train(
         self,
         node: SkillNode,
-        kept: list[SkillNode],
         rng: np.random.Generator,
         k: int,
-        segments: list,
+        current: ChunkDataset,
+        rehearsal: ChunkDataset | None,
+        share: float,
         tag: str | None = None,
     ) -> list[tuple[VLAPolicy, dict]]:
-        """Train ``train.candidates`` policies on the node's ``segments`` (the latest
-        ``max_segments`` of them: a data set of :meth:`_data_sets`, or an example set not stored
-        yet), rehearsing the ``kept`` nodes' (:meth:`_kept`, :meth:`_data`), each from its own
-        seeds: fresh clones (``refit``, or the run's first training), or copies of the current
-        policy that start a new stage or fine-tune (always when consolidating a mastered node,
-        see :class:`Budget`). The training logs go under ``tag`` when given. Returns (policy,
-        training history) pairs."""
-        c = self.policy_config if self.policy is None else self.policy.config
-        image = c.image_size if c.use_image else None
-
-        def data(segs: list | None) -> ChunkDataset | None:
-            return ChunkDataset.from_segments(segs, c.chunk, image) if segs else None
-
-        current = data(segments[-self.train.max_segments :])
-        if current is None:
-            raise RuntimeError(
-                f"iteration {k}: the library has no {node.skill} segments to train on (the explorer found "
-                "no success the refiner kept): raise explore.budget or loosen refine settings"
-            )
-        earlier = [d for d in (data(self._data(a)) for a in kept if a.skill != node.skill) if d]
-        rehearsal = ChunkDataset.concat(earlier) if earlier else None
-        share = self._rehearsal_share(node, len(earlier))
+        """Train ``train.candidates`` policies on ``current``, with ``share`` of each batch from
+        ``rehearsal``, each from its own seeds: fresh clones (``refit``, or the run's first
+        training), or copies of the current policy that start a new stage or fine-tune (always
+        when consolidating a mastered node, see :class:`Budget`). The training logs go under
+        ``tag`` when given. Returns (policy, training history) pairs."""
         # consolidating a mastered node fine-tunes the kept policy (Budget), whatever refit says
         consolidating = self.policy is not None and self.tree.status[node.name] == MASTERED
         new_stage = (self.state.trained_node != node.name or self.train.refit) and not consolidating

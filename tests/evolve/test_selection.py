@@ -172,7 +172,8 @@ def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scoo
 
     def trained(node: str) -> tuple[VLAPolicy, dict]:
         n = tree.node(node)
-        ((policy, fit),) = loop._train(n, loop._kept(n), np.random.default_rng(0), 2, loop._data(n))
+        rng = np.random.default_rng(0)
+        ((policy, fit),), _ = loop._train_sets(n, loop._kept(n), rng, 2, loop._data_sets(n))
         assert policy is not kept
         return policy, fit
 
