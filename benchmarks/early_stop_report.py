@@ -4,8 +4,8 @@ For each skill, motion primitives with parameters drawn uniformly from the unit 
 is bootstrapped from nothing, where most trials fail) run on tasks of the skill's distribution:
 ``--trials`` past trials to train on, and as many fresh ones (other seeds) to judge. A value model
 (``explore.value_model``) learns to predict success from a trial's first ``prefix`` seconds; its
-threshold is calibrated on a held-back share of the past trials to cut at most ``--cut-rate`` of
-their successes. Printed per skill and prefix: physics steps per success found without and with
+threshold is calibrated by cross-fitting on the past trials (``--folds``) to cut at most
+``--cut-rate`` of their successes. Printed per skill and prefix: physics steps per success found without and with
 the cut, the ratio, how many of the fresh trials' true successes it cut, and the oracle's ratio
 (every failure and no success cut at the first checkpoint: the most early stopping can save there).
 
@@ -61,6 +61,7 @@ def main() -> None:
         help="checkpoints in s; a comma-separated list is one cascade (cut at the first failing one)",
     )
     ap.add_argument("--cut-rate", type=float, default=0.03)
+    ap.add_argument("--folds", type=int, default=5, help="cross-fitting folds per checkpoint")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--source", choices=["uniform", "search"], default="uniform")
     ap.add_argument("--cache", type=Path, default=None, help="keep the simulated trials here for reruns")
@@ -87,7 +88,7 @@ def main() -> None:
             for prefix in args.prefix:
                 seconds = [float(p) for p in prefix.split(",")]
                 steps = [int(round(p * test[0].control_hz)) for p in seconds]
-                stop = EarlyStop.train(train, steps, cut_rate=args.cut_rate, seed=0)
+                stop = EarlyStop.train(train, steps, cut_rate=args.cut_rate, seed=0, folds=args.folds)
                 stops = stop.stops(test)
                 with_cut = physics_cost(test, substeps, stops)
                 wins = max(1, base["successes"])

@@ -10,7 +10,14 @@ from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.explore.open_loop import Trial, actions_trial
 from robo_coevolve.explore.plans import PrimitivePlan
 from robo_coevolve.explore.search import PrimitiveSearch
-from robo_coevolve.explore.value_model import FEATURES, EarlyStop, ValueModel, physics_cost, prefix_features
+from robo_coevolve.explore.value_model import (
+    FEATURES,
+    EarlyStop,
+    ValueModel,
+    physics_cost,
+    prefix_features,
+    stratified_folds,
+)
 from robo_coevolve.task_distribution import TaskDistribution
 
 
@@ -47,7 +54,9 @@ def test_prefix_features_read_only_the_prefix(trials):
 def test_hopeless_trials_are_cut_and_successes_kept(trials):
     train, test = trials
     assert any(t.success for t in train) and not any(t.success for t in train[40:])
-    stop = EarlyStop.train(train, checkpoints=[25], cut_rate=0.0)
+    # ~30 past successes: at cut_rate 0 the threshold would sit at the one most misjudged of them
+    stop = EarlyStop.train(train, checkpoints=[25], cut_rate=0.05)
+    assert len(stop.models[0]) == 5  # one model per fold, judged together
     stops = stop.stops(test)
     assert (stops[40:] == 25).all()  # the idle spatula is judged hopeless after 0.5 s
     base = physics_cost(test, 10)
@@ -61,13 +70,39 @@ def test_hopeless_trials_are_cut_and_successes_kept(trials):
 
 def test_a_cascade_cuts_each_trial_once_at_its_first_failing_checkpoint(trials):
     train, test = trials
-    stop = EarlyStop.train(train, checkpoints=[50, 25], cut_rate=0.0)
+    stop = EarlyStop.train(train, checkpoints=[50, 25], cut_rate=0.05)
     assert stop.checkpoints == [25, 50] and len(stop.thresholds) == 2
     stops = stop.stops(test)
     assert set(stops.tolist()) <= {-1, 25, 50}
     cost = physics_cost(test, 10, stops)
     lengths = np.array([len(t) for t in test])
     assert cost["steps"] == int(np.where(stops >= 0, stops, lengths).sum()) * 10
+
+
+def test_folds_are_stratified_and_calibrate_on_every_past_success(trials):
+    train, _ = trials
+    y = np.array([t.success for t in train], np.float32)
+    parts = stratified_folds(y, 5)
+    assert np.array_equal(np.sort(np.concatenate(parts)), np.arange(len(y)))
+    wins = [int(y[p].sum()) for p in parts]
+    assert max(wins) - min(wins) <= 1 and min(wins) >= 1
+    stop = EarlyStop.train(train, checkpoints=[25], cut_rate=0.1)
+    # the threshold is the 10% quantile of the successes' out-of-fold predictions: 10% of the past
+    # successes (give or take the quantile's interpolation) fall below it
+    features = np.stack([prefix_features(t, 25) for t in train])
+    out_of_fold = np.zeros(len(y))
+    for model, held in zip(stop.models[0], parts, strict=True):
+        out_of_fold[held] = model.predict(features[held])
+    below = float(np.mean(out_of_fold[y > 0] < stop.thresholds[0]))
+    assert 0.0 < below <= 0.1 + 1.0 / y.sum()
+
+
+def test_early_stopping_needs_successes_to_calibrate(trials):
+    few = [t for t in trials[0] if not t.success][:20] + [t for t in trials[0] if t.success][:3]
+    with pytest.raises(ValueError, match="folds=5 past successes"):
+        EarlyStop.train(few, checkpoints=[25])
+    with pytest.raises(ValueError, match="folds >= 2"):
+        EarlyStop.train(trials[0], checkpoints=[25], folds=1)
 
 
 def test_a_value_model_needs_both_outcomes():
