@@ -2,8 +2,9 @@
 
     python benchmarks/coevolve_report.py --out runs/coevolve_report [--iterations 4] [--seeds 0 1]
 
-Each arm runs the evolution loop on scoop (``python -m robo_coevolve``, mastery set out of reach
-so every arm spends the same iterations and trials) with the same seed:
+Each arm runs the evolution loop on scoop (``python -m robo_coevolve``, with
+``budget.past_mastery=true`` so that every arm runs all its iterations and spends the same
+trials, mastered or not) with the same seed:
 
 - ``uniform``: ``coevolve=off``, exploration tasks from the node's own distribution;
 - ``coevolve``: ``coevolve=default``, exploration tasks from the co-evolving task pool (its
@@ -67,7 +68,7 @@ def loop_overrides(args) -> list[str]:
     return [
         "budget.until=[scoop]",
         f"budget.iterations={args.iterations}",
-        "skill_tree.nodes.scoop.mastery=1.0",
+        "budget.past_mastery=true",  # every iteration runs, mastered or not
         f"skill_tree.nodes.scoop.eval_tasks={args.loop_eval}",
         f"explore.schedule.trials={args.trials}",
         f"explore.budget={args.search}",

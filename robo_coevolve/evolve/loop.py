@@ -103,12 +103,17 @@ class Budget:
     it, so that the final policy holds every skill at its bar. Such a round fine-tunes the kept
     policy (``train.finetune_steps``, its normalisation kept) rather than cloning a fresh one:
     the kept policy already holds the other skills, and a fresh clone only moves the shortfall
-    to another of them (README, "the whole tree")."""
+    to another of them (README, "the whole tree").
+
+    With ``past_mastery``, the nodes in ``until`` are trained on, as if not yet mastered, until
+    ``iterations`` or ``minutes`` run out: the last of them once all are mastered. Benchmarks
+    use it to compare arms at the same trial budget (``benchmarks/coevolve_report.py``)."""
 
     iterations: int = 10
     minutes: float | None = None
     until: Sequence[str] | None = None
     consolidate: bool = False
+    past_mastery: bool = False
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
@@ -117,6 +122,11 @@ class Budget:
             raise ValueError(f"budget.minutes={self.minutes} must be > 0 or null")
         if self.until is not None:
             object.__setattr__(self, "until", tuple(self.until))
+        if self.past_mastery and not self.until:
+            raise ValueError(
+                "budget.past_mastery=true needs the nodes to train on past their mastery in "
+                "budget.until (e.g. budget.until=[scoop])"
+            )
 
 
 @dataclass(frozen=True)
@@ -330,9 +340,12 @@ class EvolutionLoop:
         log.info("resuming %s after iteration %d", self.output_dir, saved.iteration)
 
     def _focus(self) -> SkillNode | None:
-        """The node the next iteration works on: the first active one, or with
-        ``budget.consolidate`` once ``until`` is mastered, the first regressed one (None: done)."""
+        """The node the next iteration works on: the first active one; once ``until`` is mastered,
+        with ``budget.past_mastery`` the last node of ``until``, with ``budget.consolidate`` the
+        first regressed one (None: done)."""
         b = self.budget
+        if b.past_mastery and self.tree.is_mastered(b.until):
+            return self.tree.node(b.until[-1])
         if not self.tree.is_mastered(b.until) and self.tree.active:
             return self.tree.active[0]
         if b.consolidate:
@@ -725,7 +738,7 @@ class EvolutionLoop:
         when consolidating a mastered node, see :class:`Budget`). The training logs go under
         ``tag`` when given. Returns (policy, training history) pairs."""
         # consolidating a mastered node fine-tunes the kept policy (Budget), whatever refit says
-        consolidating = self.policy is not None and self.tree.status[node.name] == MASTERED
+        consolidating = self.policy is not None and self._consolidating(node)
         new_stage = (self.state.trained_node != node.name or self.train.refit) and not consolidating
         fresh = self.policy is None or (self.train.refit and not consolidating)
         out = []
@@ -754,9 +767,15 @@ class EvolutionLoop:
         """Share of each batch from the ``skills`` other skills that training ``node`` rehearses:
         ``train.rehearsal_share``, except when consolidating a forgotten (mastered) node, where
         every skill weighs as much as the node's own, or the others are forgotten in turn."""
-        if self.tree.status[node.name] == MASTERED and skills:
+        if self._consolidating(node) and skills:
             return skills / (skills + 1)
         return self.train.train.rehearsal_share
+
+    def _consolidating(self, node: SkillNode) -> bool:
+        """Whether training ``node`` consolidates it: it is mastered, and not trained on past its
+        mastery (``budget.past_mastery``)."""
+        past = self.budget.past_mastery and node.name in self.budget.until
+        return self.tree.status[node.name] == MASTERED and not past
 
     def _select(
         self,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 import numpy as np
@@ -31,6 +31,9 @@ from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory, run_actions
 
+if TYPE_CHECKING:
+    from robo_coevolve.explore.value_model import EarlyStop
+
 _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 _CONTROL = mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_XFRC_APPLIED
 _INSTABILITY = (
@@ -42,11 +45,18 @@ _INSTABILITY = (
 
 @dataclass(frozen=True, eq=False)
 class Trial:
-    """One open-loop trial: a concrete task (its ``seed`` is the reset seed) and a plan."""
+    """One open-loop trial: a concrete task (its ``seed`` is the reset seed) and a plan.
+
+    ``early_stop`` (an ``explore.value_model.EarlyStop``) judges the trial at its checkpoints while
+    it runs and ends it at the first one it fails: the trial is then recorded up to that control
+    step, failed, with reason "cut early" and ``meta["cut_at"]``. A trial that is not cut is the
+    same, bit for bit, as one run without a judge.
+    """
 
     task: TaskSpec
     plan: Plan
     meta: dict[str, Any] = field(default_factory=dict)
+    early_stop: EarlyStop | None = None
 
 
 class OpenLoopSimulator:
@@ -86,12 +96,14 @@ class OpenLoopSimulator:
         meta = {**trial.plan.describe(), **trial.meta}
         if not np.isfinite(actions).all():
             raise ValueError(f"plan {meta.get('plan')} gave non-finite actions")
-        traj = self._simulate(env, obs, actions, trial.task, meta)
+        traj = self._simulate(env, obs, actions, trial.task, meta, trial.early_stop)
         if traj is None:  # unstable: the env's own per-step checks record where and why it ended
             traj = run_actions(env, actions, seed=trial.task.seed, meta=meta)
         return traj
 
-    def _simulate(self, env: EggFlipEnv, obs, actions, task, meta) -> Trajectory | None:
+    def _simulate(
+        self, env: EggFlipEnv, obs, actions, task, meta, early_stop: EarlyStop | None = None
+    ) -> Trajectory | None:
         p = env.physics
         m, d = p.model, p.data
         substeps = env.substeps
@@ -114,46 +126,81 @@ class OpenLoopSimulator:
 
         for w in d.warning:
             w.number = 0
-        states, sensors = rollout.rollout(
-            copy.copy(m),
-            d,
-            state[None],
-            control[None],
-            control_spec=_CONTROL,
-            initial_warmstart=warmstart[None],
-        )
-        states, sensors = states[0], sensors[0]
+        # One rollout, or one per stretch between the judge's checkpoints (each continuing from
+        # the last one's state and solver warm start, so the physics is the same).
+        bounds = [c for c in (early_stop.checkpoints if early_stop else []) if c < len(actions)]
+        states, sensors, start, cut = [], [], 0, None
+        for end in [*bounds, len(actions)]:
+            part_states, part_sensors = rollout.rollout(
+                copy.copy(m),
+                d,
+                state[None],
+                control[None, start * substeps : end * substeps],
+                control_spec=_CONTROL,
+                initial_warmstart=warmstart[None],
+            )
+            states.append(part_states[0])
+            sensors.append(part_sensors[0])
+            state, warmstart, start = part_states[0, -1], d.qacc_warmstart.copy(), end
+            if end == len(actions):
+                break
+            traj, ended = self._record(
+                env, obs, actions, commands, task, meta, initial_state, states, sensors
+            )
+            if traj is None or ended:  # diverged, or the egg reached the floor: nothing left to judge
+                break
+            if early_stop.cuts(traj, end):
+                cut = end
+                break
+        traj, _ = self._record(env, obs, actions, commands, task, meta, initial_state, states, sensors)
+        if traj is not None and cut is not None:
+            traj.outcome.update(success=False, reason="cut early")
+            traj.meta["cut_at"] = cut
+        return traj
+
+    @staticmethod
+    def _record(
+        env, obs, actions, commands, task, meta, initial_state, states, sensors
+    ) -> tuple[Trajectory | None, bool]:
+        """The trajectory of the control steps simulated so far (``states``/``sensors``: lists of
+        rollouts' physics steps), ending where the egg reached the floor (then True), or None if
+        the simulation diverged."""
+        states, sensors = np.concatenate(states), np.concatenate(sensors)
+        p = env.physics
+        m, d = p.model, p.data
+        substeps = env.substeps
         rows = p.reduce_substeps(sensors, substeps)
         height = rows[:, p.sensor_slices["egg_pos"].start + 2]
         floor = np.flatnonzero(
             fell(rows[:, p.sensor_slices["egg_on_floor"].start], height, env.scorer.thresholds)
         )
-        horizon = int(floor[0]) + 1 if len(floor) else len(actions)
+        horizon = int(floor[0]) + 1 if len(floor) else len(rows)
         # Warning counters do not say when: any instability sends the trial to the env, whose
         # per-step checks decide whether it happened before the episode ended.
         unstable = any(d.warning[w].number for w in _INSTABILITY)
         used = slice(0, horizon * substeps)
         if unstable or not (np.isfinite(states[used]).all() and np.isfinite(sensors[used]).all()):
             p.set_state(initial_state)
-            return None
+            return None, True
         rows, actions, commands = rows[:horizon], actions[:horizon], commands[:horizon]
         ends = states[substeps - 1 : horizon * substeps : substeps]
         qpos = 1 + np.asarray(p.spatula_qpos)  # state rows start with time
         qvel = 1 + m.nq + np.asarray(p.spatula_qvel)
         proprio = np.concatenate([obs["proprio"][None], env.proprio(ends[:, qpos], ends[:, qvel], commands)])
         outcome = env.scorer.outcome(task.skill, p.record(rows))
-        return Trajectory(
+        traj = Trajectory(
             task=task,
             control_hz=1.0 / env.control_dt,
             seed=task.seed,
             initial_state=initial_state,
-            disturbance=dist,
+            disturbance=env.disturbance,
             actions=actions,
             proprio=proprio,
             sensors=rows,
             outcome=outcome.to_dict(),
-            meta=meta,
+            meta=dict(meta),
         )
+        return traj, bool(len(floor))
 
 
 def noise_trials(

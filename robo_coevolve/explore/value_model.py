@@ -183,18 +183,26 @@ class EarlyStop:
             thresholds.append(float(np.quantile(out_of_fold[y > 0], cut_rate / len(checkpoints))))
         return cls(models, checkpoints, thresholds)
 
+    def _predict(self, i: int, x: np.ndarray) -> np.ndarray:
+        """(N,) the mean success probability of checkpoint ``i``'s fold models for features ``x``."""
+        return np.mean([m.predict(x) for m in self.models[i]], axis=0)
+
+    def cuts(self, traj: Trajectory, step: int) -> bool:
+        """Whether ``traj``, simulated up to ``step`` (one of the checkpoints), is cut there: what
+        ``OpenLoopSimulator`` asks while a trial with this judge runs."""
+        i = self.checkpoints.index(step)
+        return bool(self._predict(i, prefix_features(traj, step)[None])[0] < self.thresholds[i])
+
     def stops(self, trajs: Sequence[Trajectory]) -> np.ndarray:
-        """(N,) int: the control step at which each trial is cut, -1 for trials run to the end."""
+        """(N,) int: the control step at which each trial is cut, -1 for trials run to the end
+        (judged on finished trials: the same cuts ``cuts`` makes while they run)."""
         out = np.full(len(trajs), -1)
-        for fold_models, c, threshold in zip(self.models, self.checkpoints, self.thresholds, strict=True):
-            live = [i for i in range(len(trajs)) if out[i] < 0 and len(trajs[i]) > c]
+        for i, c in enumerate(self.checkpoints):
+            live = [j for j in range(len(trajs)) if out[j] < 0 and len(trajs[j]) > c]
             if not live:
                 break
-            x = np.stack([prefix_features(trajs[i], c) for i in live])
-            p = np.mean([m.predict(x) for m in fold_models], axis=0)
-            for i, q in zip(live, p, strict=True):
-                if q < threshold:
-                    out[i] = c
+            p = self._predict(i, np.stack([prefix_features(trajs[j], c) for j in live]))
+            out[[j for j, q in zip(live, p, strict=True) if q < self.thresholds[i]]] = c
         return out
 
 

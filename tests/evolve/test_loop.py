@@ -195,6 +195,7 @@ def compose(*overrides: str):
         ("explore.demos=-1", ["explore", "demos=-1 must be >= 0"]),
         ("budget.until=[juggle]", ["budget.until", "juggle"]),
         ("budget.iterations=0", ["budget", "iterations"]),
+        ("budget.past_mastery=true", ["budget", "past_mastery", "until"]),
         ("refine.min_integrity=3", ["refine", "min_integrity"]),
     ],
 )

@@ -140,6 +140,25 @@ def test_consolidation_retrains_a_forgotten_skill_once_the_tree_is_mastered(tmp_
     assert loop._focus() is None and loop._stop_reason() == "mastered"
 
 
+def test_past_mastery_keeps_training_the_until_node_as_an_active_one(tmp_path):
+    """budget.past_mastery (benchmarks at a fixed trial budget): once scoop, the one ``until``
+    node, is mastered, the loop stays on it, not on flip, and trains it as an active node (no
+    consolidation's fine-tuning or equal shares) until the iterations run out."""
+    tree = SkillTree.from_config({"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}})
+    loop = bare_loop(tree, tmp_path, Budget(iterations=3, until=["scoop"], past_mastery=True))
+    assert loop._focus().name == "scoop"
+    tree.record("scoop", 1, 1.0)
+    assert tree.status["scoop"] == "mastered" and tree.status["flip"] == "active"
+    assert loop._focus().name == "scoop" and not loop._consolidating(tree.node("scoop"))
+    assert loop._rehearsal_share(tree.node("scoop"), 1) == TrainSettings().train.rehearsal_share
+    loop.state.iteration = 3
+    assert loop._stop_reason() == "iterations"
+    # without it, the mastered scoop ends the run
+    assert bare_loop(tree, tmp_path, Budget(iterations=3, until=["scoop"]))._stop_reason() == "mastered"
+    with pytest.raises(ValueError, match="past_mastery=true needs .* budget.until"):
+        Budget(past_mastery=True)
+
+
 def test_the_minutes_budget_counts_each_iteration_once(tmp_path):
     """budget.minutes compares the committed iterations' wall time (resumed runs included) with
     the limit; this session's time is part of it already and must not be added again."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.explore.open_loop import Trial, actions_trial
-from robo_coevolve.explore.plans import PrimitivePlan
+from robo_coevolve.explore.plans import ActionPlan, PrimitivePlan
 from robo_coevolve.explore.search import PrimitiveSearch
 from robo_coevolve.explore.value_model import (
     FEATURES,
@@ -103,6 +105,47 @@ def test_early_stopping_needs_successes_to_calibrate(trials):
         EarlyStop.train(few, checkpoints=[25])
     with pytest.raises(ValueError, match="folds >= 2"):
         EarlyStop.train(trials[0], checkpoints=[25], folds=1)
+
+
+def _rerun(trajs, early_stop):
+    """The same trials again (task and actions), each judged by ``early_stop`` while it runs."""
+    with LocalBackend(workers=1) as backend:
+        return backend.run_trials(
+            [Trial(t.task, ActionPlan(t.actions), early_stop=early_stop) for t in trajs]
+        )
+
+
+def test_a_judged_trial_is_cut_while_it_runs_where_the_finished_one_would_be(trials):
+    train, test = trials
+    stop = EarlyStop.train(train, checkpoints=[25, 60], cut_rate=0.05)
+    expected = stop.stops(test)
+    assert (expected == 25).sum() >= 40 and (expected == -1).any()  # the idle ones, and some scoops
+    judged = _rerun(test, stop)
+    for traj, full, at in zip(judged, test, expected, strict=True):
+        if at < 0:  # run to its end: the same trial, bit for bit
+            assert "cut_at" not in traj.meta and traj.outcome == full.outcome
+            assert np.array_equal(traj.sensors, full.sensors) and np.array_equal(traj.proprio, full.proprio)
+        else:  # recorded up to the cut, failed, and the physics up to there unchanged
+            assert traj.meta["cut_at"] == at and len(traj) == at
+            assert not traj.success and traj.outcome["reason"] == "cut early"
+            assert np.array_equal(traj.sensors, full.sensors[:at])
+            assert np.array_equal(traj.proprio, full.proprio[: at + 1])
+    assert physics_cost(judged, 10)["steps"] == physics_cost(test, 10, expected)["steps"]
+
+
+def test_a_judge_that_cuts_nothing_changes_no_trial_even_where_the_egg_falls():
+    tasks = TaskDistribution.for_skill("flip")
+    rng = np.random.default_rng(3)
+    with LocalBackend(workers=1) as backend:
+        plain = backend.run_trials(
+            [Trial(t, PrimitivePlan(rng.uniform(0, 1, 15))) for t in tasks.sample_many(rng, 12)]
+        )
+    assert any(len(t) < 150 for t in plain) and any(t.success for t in plain)  # some fell, some flipped
+    stop = EarlyStop.train(plain * 3, checkpoints=[10, 40, 100], cut_rate=0.0, folds=2)
+    never = dataclasses.replace(stop, thresholds=[-1.0, -1.0, -1.0])
+    for traj, full in zip(_rerun(plain, never), plain, strict=True):
+        assert traj.outcome == full.outcome and "cut_at" not in traj.meta
+        assert np.array_equal(traj.sensors, full.sensors) and np.array_equal(traj.actions, full.actions)
 
 
 def test_a_value_model_needs_both_outcomes():
