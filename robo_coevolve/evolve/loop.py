@@ -171,7 +171,11 @@ class TrainSettings:
     policy was last cloned from. Offline, one flip library's primitive segments cloned to
     99/100% and its latest policy segments to 86/95%, but the two mixed to 40/43% (README,
     "One teacher per clone"). It needs ``select_episodes`` > 0. Off, the latest ``max_segments``
-    segments whatever their source."""
+    segments whatever their source. ``min_source_segments``: a source with fewer segments is
+    not cloned on its own while another source has enough (in the previous release's five full
+    runs, selection took a policy-source clone only at 234 and 252 segments, none of those from
+    47-180, and one from 74 flipped 0%; each such clone costs a training, ~15 min for the image
+    policy)."""
 
     train: TrainConfig = TrainConfig(progress=False)
     finetune_steps: int = 1000
@@ -181,8 +185,11 @@ class TrainSettings:
     candidates: int = 1
     compare_examples: bool = False
     split_sources: bool = False
+    min_source_segments: int = 0
 
     def __post_init__(self) -> None:
+        if self.min_source_segments < 0:
+            raise ValueError(f"train.min_source_segments={self.min_source_segments} must be >= 0")
         if self.finetune_steps < 1 or self.max_segments < 1:
             raise ValueError(
                 f"train.finetune_steps={self.finetune_steps} and train.max_segments={self.max_segments} "
@@ -669,10 +676,20 @@ class EvolutionLoop:
 
     def _data_sets(self, node: SkillNode) -> dict[str, list]:
         """The node's data sets to clone: its latest ``max_segments`` segments, or with
-        ``split_sources``, those of each source (:func:`segment_source`) that has any."""
+        ``split_sources``, those of each source (:func:`segment_source`) that has at least
+        ``min_source_segments`` (every source that has any, when none has that many)."""
         if not self.train.split_sources:
             return {"latest": self.library.segments(node.skill, last=self.train.max_segments)}
         latest = self._latest_by_source(node.skill)
+        enough = {source: idx for source, idx in latest.items() if len(idx) >= self.train.min_source_segments}
+        if enough and len(enough) < len(latest):
+            log.info(
+                "%s: not cloned apart, under train.min_source_segments=%d: %s",
+                node.name,
+                self.train.min_source_segments,
+                {source: len(idx) for source, idx in latest.items() if source not in enough},
+            )
+            latest = enough
         return {source: self.library.segments(node.skill, indices=latest[source]) for source in latest}
 
     def _data(self, node: SkillNode) -> list:

@@ -253,3 +253,11 @@ def test_split_sources_clones_each_teacher_apart_and_rehearses_a_kept_node_from_
     assert seeds(loop._data(scoop)) == seeds(sets["policy"])  # what flip's training rehearses
     loop.train = TrainSettings(select_episodes=5, max_segments=2)
     assert seeds(loop._data_sets(scoop)["latest"]) == seeds(stored[3:])
+    # min_source_segments: the policy's 2 are too few beside the primitives' 3, all 5 are not
+    loop.library.add([made_by(s, "primitive") for s in scripted_segments("scoop", 1, seed=7)])
+    loop.train = TrainSettings(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=3)
+    assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4}
+    loop.train = TrainSettings(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=5)
+    assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4, "policy": 2}
+    with pytest.raises(ValueError, match="min_source_segments=-1"):
+        TrainSettings(min_source_segments=-1)
