@@ -172,10 +172,11 @@ class TrainSettings:
     99/100% and its latest policy segments to 86/95%, but the two mixed to 40/43% (README,
     "One teacher per clone"). It needs ``select_episodes`` > 0. Off, the latest ``max_segments``
     segments whatever their source. ``min_source_segments``: a source with fewer segments is
-    not cloned on its own while another source has enough (in the previous release's five full
-    runs, selection took a policy-source clone only at 234 and 252 segments, none of those from
-    47-180, and one from 74 flipped 0%; each such clone costs a training, ~15 min for the image
-    policy)."""
+    not cloned on its own while another source has enough, except in consolidation, which
+    fine-tunes the kept policy. In the previous release's five full runs, selection took a
+    fresh policy-source clone only at 234 and 252 segments, none of the six from 47-180 (one
+    from 74 flipped 0%), and each costs a training (~15 min for the image policy); a
+    consolidation's fine-tune on 47 was taken."""
 
     train: TrainConfig = TrainConfig(progress=False)
     finetune_steps: int = 1000
@@ -677,11 +678,13 @@ class EvolutionLoop:
     def _data_sets(self, node: SkillNode) -> dict[str, list]:
         """The node's data sets to clone: its latest ``max_segments`` segments, or with
         ``split_sources``, those of each source (:func:`segment_source`) that has at least
-        ``min_source_segments`` (every source that has any, when none has that many)."""
+        ``min_source_segments`` (every source that has any, when none has that many, or when
+        consolidating: a fine-tune of the kept policy, not a fresh clone)."""
         if not self.train.split_sources:
             return {"latest": self.library.segments(node.skill, last=self.train.max_segments)}
         latest = self._latest_by_source(node.skill)
-        enough = {source: idx for source, idx in latest.items() if len(idx) >= self.train.min_source_segments}
+        least = 0 if self._consolidating(node) else self.train.min_source_segments
+        enough = {source: idx for source, idx in latest.items() if len(idx) >= least}
         if enough and len(enough) < len(latest):
             log.info(
                 "%s: not cloned apart, under train.min_source_segments=%d: %s",

@@ -259,5 +259,8 @@ def test_split_sources_clones_each_teacher_apart_and_rehearses_a_kept_node_from_
     assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4}
     loop.train = TrainSettings(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=5)
     assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4, "policy": 2}
+    loop.train = TrainSettings(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=3)
+    tree.record("scoop", 1, 0.95)  # mastered: training it now consolidates (a fine-tune), exempt
+    assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4, "policy": 2}
     with pytest.raises(ValueError, match="min_source_segments=-1"):
         TrainSettings(min_source_segments=-1)
