@@ -158,7 +158,10 @@ class TrainSettings:
     demonstrations (``SearchResult.contenders``, ``candidates`` policies each) and let the
     selection tasks decide, on the node's own success first (a clone's forgetting of the other
     skills is its training seed's draw; the set is kept for good); only the winning set's
-    segments enter the library. Below the bar neither set is reliably the better teacher
+    segments enter the library. The policy kept is chosen apart, by :func:`selection_score`
+    like any other: in three of six such comparisons the clone of the better set for the node
+    had lost an ancestor (flip 24% and 20%, scoop 18%) where the other clone held it (82%, 98%,
+    100%; README, "Which examples below the bar"). Below the bar neither set is reliably the better teacher
     (README, "Which examples below the bar"): the demonstrations of a flip answer at ~90%
     cloned to 52-55% against 53-79% from the search's successes, those of a catch answer at 87%
     to 79-82% against 29-61%. It needs ``select_episodes`` > 0. Off, the bar alone decides (the
@@ -415,11 +418,12 @@ class EvolutionLoop:
             )
             if candidates:
                 # The sets compete on the node's own skill: what a clone forgets of the others is
-                # the training seed's draw (README), the set is kept for good.
+                # the training seed's draw (README), the set is kept for good. The policy kept is
+                # the best by the usual score, which counts what it forgot.
                 fit, selection = self._select(
                     node, k, candidates, new_stage=not self.tree.history[node.name], own_first=True
                 )
-                winner = sets[selection["taken"]]
+                winner = sets[selection["own_best"]]
             else:
                 winner = next(iter(refined))
             segments, report = refined[winner]
@@ -805,11 +809,13 @@ class EvolutionLoop:
         new_stage: bool,
         own_first: bool = False,
     ) -> tuple[dict, dict | None]:
-        """Make the best of ``candidates`` (:func:`selection_score`; with ``own_first``, first by
-        the node's own success) the policy, unless the current one does better closed loop on this
-        iteration's selection tasks (``TrainSettings.select_episodes``; every policy runs the same
-        tasks). A new stage takes the best candidate whatever it scores. Returns the training
-        history of the best candidate and what was measured (None without selection)."""
+        """Make the best of ``candidates`` (:func:`selection_score`) the policy, unless the current
+        one does better closed loop on this iteration's selection tasks
+        (``TrainSettings.select_episodes``; every policy runs the same tasks). A new stage takes
+        the best candidate whatever it scores. Returns the training history of the policy taken
+        (or of the best candidate) and what was measured (None without selection); with
+        ``own_first``, the record's ``own_best`` is the candidate best on the node's own success
+        (ties by the score), for choosing what it learnt from."""
         n = self.train.select_episodes
         if not n:
             self.policy, fit = candidates[0]
@@ -827,8 +833,7 @@ class EvolutionLoop:
         bars = {m.name: m.mastery for m in nodes}
         measured = [rates(policy) for policy, _ in candidates]
         scores = [selection_score(r, bars) for r in measured]
-        rank = [(measured[i][node.name], *scores[i]) if own_first else scores[i] for i in range(len(scores))]
-        best = max(range(len(rank)), key=rank.__getitem__)  # the first of equals
+        best = max(range(len(scores)), key=scores.__getitem__)  # the first of equals
         current = None
         if self.policy is not None and not new_stage:
             current = rates(self.policy)
@@ -836,6 +841,9 @@ class EvolutionLoop:
         if take:
             self.policy = candidates[best][0]
         record = {"candidates": measured, "current": current, "taken": best if take else None}
+        if own_first:
+            own = [(measured[i][node.name], *scores[i]) for i in range(len(scores))]
+            record["own_best"] = max(range(len(own)), key=own.__getitem__)
         return candidates[best][1], record
 
     def _select_seed(self, node: SkillNode, k: int) -> int:

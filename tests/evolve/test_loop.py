@@ -102,7 +102,7 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
     assert flip["explore"]["contenders"]["search"] > 0 and flip["explore"]["contenders"]["demonstrations"] > 0
     sets = flip["train"]["selection"]["example_sets"]
     assert sets == ["search", "demonstrations"] and len(flip["train"]["selection"]["candidates"]) == 2
-    assert flip["explore"]["examples"] == sets[flip["train"]["selection"]["taken"]]
+    assert flip["explore"]["examples"] == sets[flip["train"]["selection"]["own_best"]]
     assert flip["library"]["flip"] == flip["refine"]["admitted"]  # the winner's segments alone
     for name in sets:
         assert (d / "train" / "iter_0002" / name / "metrics.jsonl").is_file()

@@ -79,6 +79,47 @@ def test_the_best_candidate_is_taken_and_a_new_stage_always_takes_one(loop, scoo
     assert set(result["candidates"][0]) == {"flip", "scoop"}  # ancestors too
 
 
+def test_example_sets_are_chosen_on_the_node_and_the_policy_on_every_bar(tmp_path, monkeypatch):
+    """Comparing example sets (own_first): the set is the one whose clone does the node best,
+    but the policy kept is the best by the usual score, so a clone that lost an ancestor is not
+    kept for being a little better at the new node (the vision run's catch: 66% with flip 20%
+    against 60% with flip 98%)."""
+    from types import SimpleNamespace
+
+    import robo_coevolve.evolve.loop as loop_module
+
+    tree = SkillTree.from_config(
+        {
+            "scoop": {"mastery": 0.9},
+            "flip": {"requires": ["scoop"], "mastery": 0.9},
+            "catch": {"requires": ["flip"]},
+        }
+    )
+    tree.record("scoop", 1, 1.0)
+    tree.record("flip", 2, 0.95)
+    loop = bare_loop(tree, tmp_path, Budget(), TrainSettings(select_episodes=5))
+    search, demos = object(), object()
+    rates = {
+        id(search): {"catch": 0.60, "scoop": 1.0, "flip": 0.98},
+        id(demos): {"catch": 0.66, "scoop": 1.0, "flip": 0.2},
+    }
+    monkeypatch.setattr(
+        loop_module,
+        "evaluate_policy",
+        lambda policy, dist, backend, n, seed: SimpleNamespace(
+            success_rate=rates[id(policy)][dist.base.skill]
+        ),
+    )
+    catch = tree.node("catch")
+    fit, result = loop._select(
+        catch, 3, [(search, {"set": "search"}), (demos, {"set": "demos"})], new_stage=True, own_first=True
+    )
+    assert result["own_best"] == 1 and result["taken"] == 0
+    assert loop.policy is search and fit == {"set": "search"}
+    _, result = loop._select(catch, 3, [(search, FIT), (demos, FIT)], new_stage=True)
+    assert "own_best" not in result and result["taken"] == 0
+
+
 def test_the_selection_score_puts_holding_every_bar_before_the_mean():
     bars = {"scoop": 0.95, "flip": 0.9, "catch": 0.8}
     holds = {"scoop": 0.95, "flip": 0.91, "catch": 0.82}
