@@ -5,9 +5,10 @@ is bootstrapped from nothing, where most trials fail) run on tasks of the skill'
 ``--trials`` past trials to train on, and as many fresh ones (other seeds) to judge. A value model
 (``explore.value_model``) learns to predict success from a trial's first ``prefix`` seconds; its
 threshold is calibrated by cross-fitting on the past trials (``--folds``) to cut at most
-``--cut-rate`` of their successes. Printed per skill and prefix: physics steps per success found without and with
-the cut, the ratio, how many of the fresh trials' true successes it cut, and the oracle's ratio
-(every failure and no success cut at the first checkpoint: the most early stopping can save there).
+``--cut-rate`` of their successes. Printed per skill and prefix: physics steps per success found
+without and with the cut, the ratio, how many of the fresh trials' true successes it cut, and the
+oracle's ratio (every failure and no success cut at the first checkpoint: the most early stopping
+can save there).
 
 With ``--source search`` the past and fresh trials are instead two mixture-CEM searches with
 different seeds (whose modes differ: a distribution shift the model is not trained for).

@@ -161,8 +161,8 @@ class TrainSettings:
     segments enter the library. The policy kept is chosen apart, by :func:`selection_score`
     like any other: in three of six such comparisons the clone of the better set for the node
     had lost an ancestor (flip 24% and 20%, scoop 18%) where the other clone held it (82%, 98%,
-    100%; README, "Which examples below the bar"). Below the bar neither set is reliably the better teacher
-    (README, "Which examples below the bar"): the demonstrations of a flip answer at ~90%
+    100%). Below the bar neither set is reliably the better teacher (README, "Which examples
+    below the bar"): the demonstrations of a flip answer at ~90%
     cloned to 52-55% against 53-79% from the search's successes, those of a catch answer at 87%
     to 79-82% against 29-61%. It needs ``select_episodes`` > 0. Off, the bar alone decides (the
     search's successes).
@@ -421,7 +421,7 @@ class EvolutionLoop:
                 # the training seed's draw (README), the set is kept for good. The policy kept is
                 # the best by the usual score, which counts what it forgot.
                 fit, selection = self._select(
-                    node, k, candidates, new_stage=not self.tree.history[node.name], own_first=True
+                    node, k, candidates, new_stage=not self.tree.history[node.name], own_best=True
                 )
                 winner = sets[selection["own_best"]]
             else:
@@ -807,14 +807,14 @@ class EvolutionLoop:
         k: int,
         candidates: list[tuple[VLAPolicy, dict]],
         new_stage: bool,
-        own_first: bool = False,
+        own_best: bool = False,
     ) -> tuple[dict, dict | None]:
         """Make the best of ``candidates`` (:func:`selection_score`) the policy, unless the current
         one does better closed loop on this iteration's selection tasks
         (``TrainSettings.select_episodes``; every policy runs the same tasks). A new stage takes
         the best candidate whatever it scores. Returns the training history of the policy taken
         (or of the best candidate) and what was measured (None without selection); with
-        ``own_first``, the record's ``own_best`` is the candidate best on the node's own success
+        ``own_best``, the record's ``own_best`` is the candidate best on the node's own success
         (ties by the score), for choosing what it learnt from."""
         n = self.train.select_episodes
         if not n:
@@ -841,7 +841,7 @@ class EvolutionLoop:
         if take:
             self.policy = candidates[best][0]
         record = {"candidates": measured, "current": current, "taken": best if take else None}
-        if own_first:
+        if own_best:
             own = [(measured[i][node.name], *scores[i]) for i in range(len(scores))]
             record["own_best"] = max(range(len(own)), key=own.__getitem__)
         return candidates[best][1], record

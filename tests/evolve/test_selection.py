@@ -80,7 +80,7 @@ def test_the_best_candidate_is_taken_and_a_new_stage_always_takes_one(loop, scoo
 
 
 def test_example_sets_are_chosen_on_the_node_and_the_policy_on_every_bar(tmp_path, monkeypatch):
-    """Comparing example sets (own_first): the set is the one whose clone does the node best,
+    """Comparing example sets (own_best): the set is the one whose clone does the node best,
     but the policy kept is the best by the usual score, so a clone that lost an ancestor is not
     kept for being a little better at the new node (the vision run's catch: 66% with flip 20%
     against 60% with flip 98%)."""
@@ -112,7 +112,7 @@ def test_example_sets_are_chosen_on_the_node_and_the_policy_on_every_bar(tmp_pat
     )
     catch = tree.node("catch")
     fit, result = loop._select(
-        catch, 3, [(search, {"set": "search"}), (demos, {"set": "demos"})], new_stage=True, own_first=True
+        catch, 3, [(search, {"set": "search"}), (demos, {"set": "demos"})], new_stage=True, own_best=True
     )
     assert result["own_best"] == 1 and result["taken"] == 0
     assert loop.policy is search and fit == {"set": "search"}
