@@ -2,8 +2,9 @@
 
 One ``evolve`` round over a ``TaskPool``:
 
-1. **signals** per variant (``signals.weakness``): forgetting and boundary from its outcomes,
-   rarity of its point in the ``TaskSpace`` among the points trials visited;
+1. **signals** per variant (``signals.weakness``): forgetting, boundary and deficit (below the
+   whole pool's recent success rate) from its outcomes, rarity of its point in the ``TaskSpace``
+   among the points trials visited;
 2. **proposals**: for the weakest variants, perturbations of their parameters (Gaussian steps in
    the unit cube, clipped to the space's bounds); and points of the space's rarest regions (the
    least visited of a batch of uniform draws);
@@ -80,7 +81,8 @@ class TaskSynthesizer:
         solve_trials: primitive trials per solvability check.
         jitter: unit-cube standard deviation of those primitives around the modes.
         max_retries: solvability checks of a set-aside candidate before it is dropped.
-        signal_weights: weights of forgetting, boundary and rarity in a variant's weakness.
+        signal_weights: weights of forgetting, boundary, rarity and deficit in a variant's
+            weakness (three: no deficit, as before it existed).
         bandwidth: kernel width of the rarity estimate, unit-cube RMS distance.
         floor: least weight of a variant.
         mastered: success rate over its last iteration from which a variant gets only ``floor``.
@@ -99,7 +101,7 @@ class TaskSynthesizer:
     solve_trials: int = 8
     jitter: float = 0.03
     max_retries: int = 2
-    signal_weights: Sequence[float] = (1.0, 1.0, 0.5)
+    signal_weights: Sequence[float] = (1.0, 1.0, 0.5, 2.0)
     bandwidth: float = 0.1
     floor: float = 0.1
     mastered: float = 0.95
@@ -127,8 +129,8 @@ class TaskSynthesizer:
             "max_entries": (self.max_entries >= 1, ">= 1"),
             "mass_range": (0 <= self.mass_range < 1, "in [0, 1)"),
             "signal_weights": (
-                len(self.signal_weights) == 3 and min(self.signal_weights) >= 0,
-                "three weights >= 0 (forgetting, boundary, rare)",
+                len(self.signal_weights) in (3, 4) and min(self.signal_weights) >= 0,
+                "four weights >= 0 (forgetting, boundary, rare, deficit)",
             ),
         }
         for name, (ok, allowed) in checks.items():
@@ -137,11 +139,16 @@ class TaskSynthesizer:
 
     # ------------------------------------------------------------------ signals
     def signals(self, pool: TaskPool) -> list[dict[str, float]]:
-        """Per entry: ``forgetting``, ``boundary``, ``rare`` and ``total`` (see ``signals``)."""
+        """Per entry: ``forgetting``, ``boundary``, ``rare``, ``deficit`` and ``total`` (see
+        ``signals``)."""
         points = np.array([self.space.features(e.base) for e in pool.entries])
         rare = signals.rarity(points, np.asarray(pool.visits).reshape(-1, self.space.dim), self.bandwidth)
+        reference = signals.recent_rate([e.outcomes for e in pool.entries])
         w = self.signal_weights
-        return [signals.weakness(e.outcomes, r, w) for e, r in zip(pool.entries, rare, strict=True)]
+        return [
+            signals.weakness(e.outcomes, r, w, reference=reference)
+            for e, r in zip(pool.entries, rare, strict=True)
+        ]
 
     # ------------------------------------------------------------------ one round
     def evolve(
@@ -257,7 +264,8 @@ class TaskSynthesizer:
                 return []
         tasks = TaskDistribution(task, egg_mass_range=self.mass_range)
         drawn = tasks.sample_many(rng, self.solve_trials)
-        centres = np.asarray(modes, np.float64)[np.arange(self.solve_trials) % len(modes)]
+        which = np.arange(self.solve_trials) % len(modes)
+        centres = np.asarray(modes, np.float64)[which]
         params = np.clip(centres + rng.normal(0.0, self.jitter, centres.shape), 0.0, 1.0)
         trials = [
             Trial(t, PrimitivePlan(p), {"iteration": iteration, "source": "synthesis"})
@@ -276,7 +284,7 @@ class TaskSynthesizer:
         index = pool.add(
             PoolEntry(tasks, weight=self.floor, origin=origin, parent=cand["parent"], iteration=iteration)
         )
-        for t in trajs:
-            pool.record(index, t.success, iteration, self.space.features(t.task))
+        for t, m in zip(trajs, which, strict=True):
+            pool.record(index, t.success, iteration, self.space.features(t.task), mode=int(m))
         report.admitted += 1
         return wins

@@ -45,6 +45,10 @@ class PoolEntry:
         parent: index of the entry it was derived from (None for a seed).
         iteration: the loop iteration that added it (0 for a seed).
         outcomes: (iteration, success) of every trial run on it, oldest first.
+        policy_outcomes: those of the policy's own exploration episodes among them (the
+            variant's grip, ``policy_success``).
+        mode_outcomes: (iteration, mode, success) of the primitive trials among them, by the
+            index of the node's search mode they were drawn around (``choose_modes``).
     """
 
     tasks: TaskDistribution
@@ -53,6 +57,8 @@ class PoolEntry:
     parent: int | None = None
     iteration: int = 0
     outcomes: list[tuple[int, bool]] = field(default_factory=list)
+    policy_outcomes: list[tuple[int, bool]] = field(default_factory=list)
+    mode_outcomes: list[tuple[int, int, bool]] = field(default_factory=list)
 
     @property
     def base(self) -> TaskSpec:
@@ -63,6 +69,27 @@ class PoolEntry:
         rows = self.outcomes if last is None else self.outcomes[-last:]
         return float(np.mean([s for _, s in rows])) if rows else None
 
+    def policy_success(self) -> float | None:
+        """Success rate of the policy's episodes in the last iteration that ran any (None: none
+        has run on this variant yet)."""
+        if not self.policy_outcomes:
+            return None
+        last = self.policy_outcomes[-1][0]
+        return float(np.mean([s for k, s in self.policy_outcomes if k == last]))
+
+    def choose_modes(self, n_modes: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        """(n,) indices of the node's search modes for ``n`` primitive trials on this variant, by
+        Thompson sampling: each trial takes the mode with the highest draw from Beta(1 + wins,
+        1 + losses) of that mode's trials here. A mode that solves the standard egg may not
+        solve a 30 g one (one run's modes: 13%, 17% and 77% of 30 g eggs), and one can be dead
+        everywhere; untried modes keep being tried."""
+        wins, losses = np.zeros(n_modes), np.zeros(n_modes)
+        for _, m, s in self.mode_outcomes:
+            if m < n_modes:
+                (wins if s else losses)[m] += 1
+        draws = rng.beta(1.0 + wins, 1.0 + losses, size=(n, n_modes))
+        return draws.argmax(axis=1)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "tasks": self.tasks.to_dict(),
@@ -71,6 +98,8 @@ class PoolEntry:
             "parent": self.parent,
             "iteration": self.iteration,
             "outcomes": [[int(k), int(bool(s))] for k, s in self.outcomes],
+            "policy_outcomes": [[int(k), int(bool(s))] for k, s in self.policy_outcomes],
+            "mode_outcomes": [[int(k), int(m), int(bool(s))] for k, m, s in self.mode_outcomes],
         }
 
     @classmethod
@@ -85,6 +114,9 @@ class PoolEntry:
             parent=data["parent"],
             iteration=int(data["iteration"]),
             outcomes=[(int(k), bool(s)) for k, s in data["outcomes"]],
+            # Absent from pools saved before the per-variant split: nothing counted yet.
+            policy_outcomes=[(int(k), bool(s)) for k, s in data.get("policy_outcomes", [])],
+            mode_outcomes=[(int(k), int(m), bool(s)) for k, m, s in data.get("mode_outcomes", [])],
         )
 
 
@@ -140,9 +172,23 @@ class TaskPool:
         self.entries.append(entry)
         return len(self.entries) - 1
 
-    def record(self, index: int, success: bool, iteration: int, point: np.ndarray | None = None) -> None:
-        """Count one trial of entry ``index``; ``point`` is its task's feature point (rare signal)."""
+    def record(
+        self,
+        index: int,
+        success: bool,
+        iteration: int,
+        point: np.ndarray | None = None,
+        policy: bool = False,
+        mode: int | None = None,
+    ) -> None:
+        """Count one trial of entry ``index``; ``point`` is its task's feature point (rare signal);
+        ``policy``: it was one of the policy's exploration episodes (the variant's grip);
+        ``mode``: it was a primitive trial around the node's search mode of that index."""
         self.entries[index].outcomes.append((int(iteration), bool(success)))
+        if policy:
+            self.entries[index].policy_outcomes.append((int(iteration), bool(success)))
+        if mode is not None:
+            self.entries[index].mode_outcomes.append((int(iteration), int(mode), bool(success)))
         if point is not None:
             self.visits.append([round(float(v), 5) for v in point])
             if len(self.visits) > self.visits_kept:

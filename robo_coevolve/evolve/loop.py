@@ -561,13 +561,23 @@ class EvolutionLoop:
             return node.distribution().sample_many(rng, n), [None] * n
         return pool.sample(rng, n)
 
-    def _record(self, node: SkillNode, trajs: list, entries: list[int | None], k: int) -> None:
+    def _record(
+        self,
+        node: SkillNode,
+        trajs: list,
+        entries: list[int | None],
+        k: int,
+        policy: bool = False,
+        modes: list[int] | None = None,
+    ) -> None:
+        """Count trials on their pool entries: ``policy`` episodes, or primitives around ``modes``."""
         pool = self._pool(node)
         if pool is None:
             return
         space = self.coevolve.synthesizer.space
-        for t, i in zip(trajs, entries, strict=True):
-            pool.record(i, t.success, k, space.features(t.task))
+        for j, (t, i) in enumerate(zip(trajs, entries, strict=True)):
+            mode = None if modes is None else modes[j]
+            pool.record(i, t.success, k, space.features(t.task), policy=policy, mode=mode)
 
     def _save_pools(self, k: int) -> dict[str, str]:
         """Write every pool as of iteration ``k`` (before the commit point); returns the paths."""
@@ -639,26 +649,40 @@ class EvolutionLoop:
             left = max(total // 2, total - validation)
             n_primitive = int(round(n_primitive * left / total))
             n_policy = left - n_primitive
+        modes = None
+        if pool is not None:
+            # Co-evolution: the primitive/policy split per task variant (ExploreSchedule.primitive_chance),
+            # and each variant's primitives around the modes that solve it (PoolEntry.choose_modes).
+            drawn, entries = self._draw(node, rng, n_primitive + n_policy)
+            grip = [pool.entries[i].policy_success() for i in entries]
+            as_primitive = self.schedule.as_primitive(grip, rng) if n_policy else np.ones(len(drawn), bool)
+            primitive_tasks = [(t, i) for t, i, p in zip(drawn, entries, as_primitive, strict=True) if p]
+            policy_tasks = [(t, i) for t, i, p in zip(drawn, entries, as_primitive, strict=True) if not p]
+            n_modes = len(info["modes"])
+            modes = [int(pool.entries[i].choose_modes(n_modes, 1, rng)[0]) for _, i in primitive_tasks]
+            params = self.schedule.primitive_params(info["modes"], len(primitive_tasks), rng, which=modes)
+        else:
+            params = self.schedule.primitive_params(info["modes"], n_primitive, rng)
+            primitive_tasks = list(zip(*self._draw(node, rng, n_primitive), strict=True))
+            policy_tasks = list(zip(*self._draw(node, rng, n_policy), strict=True))
+        n_primitive, n_policy = len(primitive_tasks), len(policy_tasks)
         trajs = []
         if n_primitive:
-            params = self.schedule.primitive_params(info["modes"], n_primitive, rng)
-            drawn, entries = self._draw(node, rng, n_primitive)
             trials = [
                 Trial(t, PrimitivePlan(p), {**meta, "source": "primitive"})
-                for t, p in zip(drawn, params, strict=True)
+                for (t, _), p in zip(primitive_tasks, params, strict=True)
             ]
             trajs += self.backend.run_trials(trials)
-            self._record(node, trajs, entries, k)
+            self._record(node, trajs, [i for _, i in primitive_tasks], k, modes=modes)
         policy_trajs = []
         if n_policy:
-            drawn, entries = self._draw(node, rng, n_policy)
             seeds = rng.integers(2**31 - 1, size=n_policy)
             episodes = [
                 PolicyEpisode(t, self.schedule.noise(i), int(s), {**meta, "source": "policy"})
-                for i, (t, s) in enumerate(zip(drawn, seeds, strict=True))
+                for i, ((t, _), s) in enumerate(zip(policy_tasks, seeds, strict=True))
             ]
             policy_trajs = self.backend.run_policy(self.policy, episodes)
-            self._record(node, policy_trajs, entries, k)
+            self._record(node, policy_trajs, [i for _, i in policy_tasks], k, policy=True)
         successes = [t for t in trajs + policy_trajs if t.success]
         out = {
             "kind": "mixed" if n_policy and n_primitive else ("policy" if n_policy else "primitives"),

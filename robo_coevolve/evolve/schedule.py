@@ -8,6 +8,12 @@ their successes are what the policy does, nudged, on the states it actually visi
 what closes the gap between cloned and closed-loop behaviour (the DAgger idea, judged by physics
 instead of an expert). ``primitive_share`` of the trials stay primitives throughout, so the
 library keeps the search's distinct solutions.
+
+With co-evolution the same rule also holds per task variant (``primitive_chance``): a variant the
+policy has no grip on (its episodes there succeeded less than ``grip`` of the time) runs
+``weak_variant_share`` of its trials as primitives, and keeps probing it with the policy; which
+of the search's modes a variant's primitive trials are drawn around is learnt per variant
+(``PoolEntry.choose_modes``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ class ExploreSchedule:
         temperatures: noise temperatures, assigned to the policy episodes in turn.
         noise_scale: per-action multipliers (x, y, z, pitch, roll); a small z keeps a pushing
             blade on the pan (scooping tolerates ~1 mm of height error).
+        weak_variant_share: share of the trials that are primitives on a task variant the policy
+            has no grip on (co-evolution's pool; ``primitive_chance``).
     """
 
     trials: int = 300
@@ -43,11 +51,12 @@ class ExploreSchedule:
     noise_kind: str = "pink"
     temperatures: Sequence[float] = (0.0, 0.03, 0.08)
     noise_scale: Sequence[float] = (1.0, 1.0, 0.3, 1.0, 1.0)
+    weak_variant_share: float = 0.8
 
     def __post_init__(self) -> None:
         if self.trials < 1:
             raise ValueError(f"explore.schedule.trials={self.trials} must be >= 1")
-        for name in ("grip", "primitive_share"):
+        for name in ("grip", "primitive_share", "weak_variant_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"explore.schedule.{name}={getattr(self, name)} must be in [0, 1]")
         if self.primitive_jitter < 0:
@@ -71,15 +80,33 @@ class ExploreSchedule:
         n_primitive = int(round(self.primitive_share * self.trials))
         return n_primitive, self.trials - n_primitive
 
+    def primitive_chance(self, variant_success: float | None) -> float:
+        """Chance that a trial on a task variant is a primitive (the node's policy has grip):
+        ``weak_variant_share`` where the policy's episodes on the variant last succeeded less
+        than ``grip`` of the time, else (or before any ran there) ``primitive_share``."""
+        if variant_success is not None and variant_success < self.grip:
+            return self.weak_variant_share
+        return self.primitive_share
+
+    def as_primitive(self, variant_success: Sequence[float | None], rng: np.random.Generator) -> np.ndarray:
+        """(n,) bool: which of n trials run as primitives, one per drawn task, given the policy's
+        last success on each task's variant (``primitive_chance``)."""
+        chance = np.array([self.primitive_chance(s) for s in variant_success], np.float64)
+        return rng.uniform(size=len(chance)) < chance
+
     def noise(self, episode: int) -> NoiseSpec | None:
         """The noise of the ``episode``-th policy episode of an iteration (None: noise-free)."""
         t = self.temperatures[episode % len(self.temperatures)]
         return NoiseSpec(self.noise_kind, t, self.noise_scale) if t > 0 else None
 
-    def primitive_params(self, modes: Sequence[np.ndarray], n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` unit-cube parameter vectors around ``modes`` (in turn), jittered and clipped."""
+    def primitive_params(
+        self, modes: Sequence[np.ndarray], n: int, rng: np.random.Generator, which: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``n`` unit-cube parameter vectors around ``modes`` (in turn, or the mode indices
+        ``which``), jittered and clipped."""
         if not len(modes):
             raise ValueError("primitive trials need the modes of an earlier search")
-        centres = np.asarray(modes, np.float64)[np.arange(n) % len(modes)]
+        which = np.arange(n) % len(modes) if which is None else np.asarray(which, int)
+        centres = np.asarray(modes, np.float64)[which]
         jitter = rng.normal(0.0, self.primitive_jitter, size=(n, primitives.dim()))
         return np.clip(centres + jitter, 0.0, 1.0)

@@ -71,6 +71,16 @@ def test_the_pool_feeds_exploration_and_is_saved_with_the_run(uninterrupted):
     # every exploration trial (search included) and every evaluation episode was counted
     outcomes = sum(len(e.outcomes) for e in pool.entries)
     assert outcomes >= 150 - 30 + 2 * 20 + 3 * 8
+    # every primitive trial after the search counted its mode on its variant (and the admitted
+    # variants' solvability trials theirs)
+    primitive = sum(r["explore"]["primitive_trials"] for r in rows[1:])
+    modes = [m for e in pool.entries for _, m, _ in e.mode_outcomes]
+    assert (
+        primitive
+        <= len(modes)
+        <= primitive + sum(r["explore"]["coevolve"]["validation_trials"] for r in rows[1:])
+    )
+    assert set(modes) <= set(range(len(RunState.load(uninterrupted).nodes["scoop"]["modes"])))
     # only the committed iteration's pool is kept
     assert sorted(p.name for p in (uninterrupted / "coevolve").iterdir()) == ["scoop_0003.json"]
 
@@ -136,8 +146,10 @@ def test_coevolve_is_off_by_default(tmp_path):
 
 
 def test_the_adversarial_curriculum_runs_in_the_loop(tmp_path):
+    """Also the per-variant split (grip 0: the policy has grip after the search): each drawn task
+    is a primitive or a policy episode, and the policy's are counted as its variant's grip."""
     run_dir = tmp_path / "run"
-    tiny = [o for o in TINY if not o.startswith(("coevolve=", "budget.iterations"))]
+    tiny = [o for o in TINY if not o.startswith(("coevolve=", "budget.iterations", "explore.schedule.grip"))]
     proc = subprocess.run(
         [
             sys.executable,
@@ -149,6 +161,7 @@ def test_the_adversarial_curriculum_runs_in_the_loop(tmp_path):
             "coevolve.adversary.population=4",
             "coevolve.adversary.episodes=1",
             "budget.iterations=2",
+            "explore.schedule.grip=0.0",
         ],
         capture_output=True,
         text=True,
@@ -162,3 +175,8 @@ def test_the_adversarial_curriculum_runs_in_the_loop(tmp_path):
     pool = TaskPool.load(run_dir / RunState.load(run_dir).pools["scoop"])
     # only tasks the primitives solved entered the pool
     assert all(any(s for _, s in e.outcomes) for e in pool.entries if e.origin == "adversary")
+    explored = rows[1]["explore"]
+    assert explored["kind"] == "mixed"
+    assert explored["primitive_trials"] + explored["policy_episodes"] + attack["episodes"] <= 40
+    assert sum(len(e.policy_outcomes) for e in pool.entries) == explored["policy_episodes"]
+    assert all(k == 2 for e in pool.entries for k, _ in e.policy_outcomes)

@@ -42,6 +42,27 @@ def test_rarity_flags_an_unvisited_region():
     assert signals.rarity(unvisited[None], np.zeros((0, 3)))[0] == 1.0
 
 
+def test_deficit_flags_a_task_failed_where_the_pool_succeeds():
+    mostly_failed = [(1, False)] * 19 + [(1, True)]
+    fifty_fifty = [(1, bool(i % 2)) for i in range(20)]
+    reference = signals.recent_rate([mostly_failed, fifty_fifty, [(1, True)] * 60])
+    assert reference == pytest.approx(71 / 100)
+    short = signals.deficit(mostly_failed, reference)
+    assert short == pytest.approx((0.71 - 0.05) / 0.71 * 20 / 24)
+    # boundary alone ranks the wavering variant above the failed one; deficit reverses that
+    assert signals.boundary(mostly_failed) < 0.2 < 0.8 < signals.boundary(fifty_fifty)
+    assert signals.deficit(fifty_fifty, reference) < short / 2
+    assert signals.deficit([(1, True)] * 20, reference) == 0.0  # above the reference
+    assert signals.deficit(mostly_failed, None) == signals.deficit(mostly_failed, 0.0) == 0.0
+    assert signals.recent_rate([[], []]) is None
+    # the reference is recent: only the last two iterations any variant ran
+    assert signals.recent_rate([[(1, False)] * 50 + [(2, True)], [(3, False)]]) == 0.5
+
+
 def test_weakness_sums_the_weighted_signals():
-    w = signals.weakness([(1, bool(i % 2)) for i in range(20)], rare=0.5, weights=(1.0, 1.0, 0.5))
-    assert w["total"] == pytest.approx(w["forgetting"] + w["boundary"] + 0.25)
+    outcomes = [(1, bool(i % 5 == 0)) for i in range(20)]
+    w = signals.weakness(outcomes, rare=0.5, weights=(1.0, 1.0, 0.5, 2.0), reference=0.8)
+    assert w["deficit"] > 0.5
+    assert w["total"] == pytest.approx(w["forgetting"] + w["boundary"] + 0.25 + 2 * w["deficit"])
+    three = signals.weakness(outcomes, rare=0.5, weights=(1.0, 1.0, 0.5), reference=0.8)
+    assert three["total"] == pytest.approx(w["forgetting"] + w["boundary"] + 0.25)  # no deficit

@@ -89,3 +89,22 @@ def test_weights_favour_weak_variants_and_starve_mastered_ones():
     TaskSynthesizer(seed_share=0.0).reweight(pool)
     w = [e.weight for e in pool.entries]
     assert w[1] == pytest.approx(0.1) and w[2] > 0.5
+
+
+def test_a_variant_failed_where_the_rest_succeed_outweighs_a_wavering_one():
+    from robo_coevolve.coevolve import PoolEntry
+
+    pool = TaskPool.seeded(TaskDistribution.for_skill("scoop"))
+    for mass in (0.03, 0.06):
+        pool.add(PoolEntry(TaskDistribution.for_skill("scoop", egg_mass=mass, egg_mass_range=0.05)))
+    for i in range(40):
+        pool.record(0, i % 10 < 7, 1)  # the node's own tasks: 70% under exploration noise
+    for i in range(20):
+        pool.record(1, i == 0, 1)  # light egg: 1 in 20
+        pool.record(2, bool(i % 2), 1)  # 50/50
+    synth = TaskSynthesizer(seed_share=0.0)
+    synth.reweight(pool)
+    light, wavering = pool.entries[1].weight, pool.entries[2].weight
+    assert light > 1.3 * wavering
+    TaskSynthesizer(seed_share=0.0, signal_weights=(1.0, 1.0, 0.5)).reweight(pool)  # without deficit
+    assert pool.entries[1].weight < 0.6 * pool.entries[2].weight

@@ -28,14 +28,48 @@ def test_sampling_follows_the_weights_and_the_generator():
 def test_outcomes_and_visits_are_recorded_and_the_pool_round_trips(tmp_path):
     p = pool()
     p.record(1, True, 3, np.array([0.1, 0.2]))
-    p.record(1, False, 3)
+    p.record(1, False, 3, policy=True)
+    assert p.entries[0].policy_success() is None and p.entries[1].policy_success() == 0.0
     p.set_aside.append({"task": p.entries[1].base.to_dict(), "parent": 1, "why": "weak", "tries": 1})
     assert p.entries[1].success_rate() == 0.5
     path = p.save(tmp_path / "coevolve" / "scoop.json")
     back = TaskPool.load(path)
     assert back.to_dict() == p.to_dict()
     assert back.entries[1].tasks == p.entries[1].tasks and back.entries[1].outcomes == [(3, True), (3, False)]
+    assert back.entries[1].policy_outcomes == [(3, False)]
     assert not list(path.parent.glob(".*tmp"))  # written aside and renamed
+
+
+def test_the_policy_success_is_its_last_iteration_and_old_pool_files_still_load(tmp_path):
+    p = pool()
+    for k, ok in [(2, True), (2, True), (3, False), (3, True)]:
+        p.record(1, ok, k, policy=True)
+    p.record(1, False, 4)  # a primitive trial: not the policy's
+    assert p.entries[1].policy_success() == 0.5
+    data = p.to_dict()
+    for e in data["entries"]:
+        del e["policy_outcomes"], e["mode_outcomes"]  # as written before the per-variant split
+    path = tmp_path / "scoop.json"
+    path.write_text(json.dumps(data))
+    back = TaskPool.load(path)
+    assert back.entries[1].policy_outcomes == [] and back.entries[1].outcomes == p.entries[1].outcomes
+    assert back.entries[1].mode_outcomes == []
+
+
+def test_each_variant_learns_which_search_modes_solve_it(tmp_path):
+    p = pool()
+    rng = np.random.default_rng(0)
+    untried = p.entries[1].choose_modes(3, 3000, rng)
+    assert all(abs(np.mean(untried == m) - 1 / 3) < 0.03 for m in range(3))
+    for j in range(30):  # on the heavy egg, mode 2 wins 8 in 10, modes 0 and 1 1 in 10
+        for m in range(3):
+            p.record(1, j % 10 < (8 if m == 2 else 1), 2, mode=m)
+    chosen = p.entries[1].choose_modes(3, 1000, rng)
+    assert np.mean(chosen == 2) > 0.95
+    assert abs(np.mean(p.entries[0].choose_modes(3, 3000, rng) == 2) - 1 / 3) < 0.03  # per variant
+    assert set(p.entries[1].choose_modes(4, 1000, rng)) >= {2, 3}  # a new mode gets tried
+    path = p.save(tmp_path / "scoop.json")
+    assert TaskPool.load(path).entries[1].mode_outcomes == p.entries[1].mode_outcomes
 
 
 def test_a_damaged_pool_file_names_itself(tmp_path):

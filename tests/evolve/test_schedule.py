@@ -46,3 +46,22 @@ def test_primitive_params_stay_near_their_modes_in_the_unit_cube():
 def test_bad_settings_name_the_field(kwargs, word):
     with pytest.raises(ValueError, match=word):
         ExploreSchedule(**kwargs)
+
+
+def test_a_variant_the_policy_fails_is_explored_mostly_with_primitives():
+    s = ExploreSchedule(grip=0.2, primitive_share=0.2, weak_variant_share=0.8)
+    assert s.primitive_chance(None) == 0.2  # the policy has not tried it: its episodes probe it
+    assert s.primitive_chance(0.5) == 0.2
+    assert s.primitive_chance(0.05) == 0.8
+    rng = np.random.default_rng(0)
+    routed = s.as_primitive([0.9] * 2000 + [0.0] * 2000, rng)
+    assert abs(routed[:2000].mean() - 0.2) < 0.03 and abs(routed[2000:].mean() - 0.8) < 0.03
+    with pytest.raises(ValueError, match="weak_variant_share"):
+        ExploreSchedule(weak_variant_share=1.5)
+
+
+def test_primitive_params_go_around_the_modes_asked_for():
+    s = ExploreSchedule(primitive_jitter=0.0)
+    modes = [np.full(primitives.dim(), v) for v in (0.2, 0.5, 0.8)]
+    p = s.primitive_params(modes, 4, np.random.default_rng(0), which=np.array([2, 2, 0, 1]))
+    assert p[:, 0].tolist() == [0.8, 0.8, 0.2, 0.5]
