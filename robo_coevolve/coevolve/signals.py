@@ -15,7 +15,7 @@ oldest first) and of points in a ``TaskSpace``'s unit cube. Each returns a score
   the pool's trials over the same iterations (the same exploration noise, so the noise cancels).
   Boundary alone cannot see a variant the agent mostly fails: exploration noise puts every
   variant's rate near 50%, where boundary is flat, and a variant at 5% scores lower than one at
-  50% (a 30 g egg in the CoEvolve benchmark: 1 success in 16-22 trials, boundary 0.16-0.19).
+  50% (a 30 g egg in the CoEvolve benchmark: 1 success in 16-22 trials, boundary 0.15-0.19).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def weakness(
     weights: no deficit)."""
     f = forgetting(outcomes, recent_iterations)
     b = boundary(outcomes, recent_iterations + 1)
-    short = deficit(outcomes, reference, recent_iterations + 1)
+    d = deficit(outcomes, reference, recent_iterations + 1)
     w = (*weights, 0.0)[:4]
-    total = w[0] * f + w[1] * b + w[2] * float(rare) + w[3] * short
-    return {"forgetting": f, "boundary": b, "rare": float(rare), "deficit": short, "total": float(total)}
+    total = w[0] * f + w[1] * b + w[2] * float(rare) + w[3] * d
+    return {"forgetting": f, "boundary": b, "rare": float(rare), "deficit": d, "total": float(total)}

@@ -649,7 +649,7 @@ class EvolutionLoop:
             left = max(total // 2, total - validation)
             n_primitive = int(round(n_primitive * left / total))
             n_policy = left - n_primitive
-        modes = None
+        mode_of = None  # each primitive trial's search mode, when the pool counts them
         if pool is not None:
             # Co-evolution: the primitive/policy split per task variant (ExploreSchedule.primitive_chance),
             # and each variant's primitives around the modes that solve it (PoolEntry.choose_modes).
@@ -659,8 +659,8 @@ class EvolutionLoop:
             primitive_tasks = [(t, i) for t, i, p in zip(drawn, entries, as_primitive, strict=True) if p]
             policy_tasks = [(t, i) for t, i, p in zip(drawn, entries, as_primitive, strict=True) if not p]
             n_modes = len(info["modes"])
-            modes = [int(pool.entries[i].choose_modes(n_modes, 1, rng)[0]) for _, i in primitive_tasks]
-            params = self.schedule.primitive_params(info["modes"], len(primitive_tasks), rng, which=modes)
+            mode_of = [int(pool.entries[i].choose_modes(n_modes, 1, rng)[0]) for _, i in primitive_tasks]
+            params = self.schedule.primitive_params(info["modes"], len(primitive_tasks), rng, which=mode_of)
         else:
             params = self.schedule.primitive_params(info["modes"], n_primitive, rng)
             primitive_tasks = list(zip(*self._draw(node, rng, n_primitive), strict=True))
@@ -673,7 +673,7 @@ class EvolutionLoop:
                 for (t, _), p in zip(primitive_tasks, params, strict=True)
             ]
             trajs += self.backend.run_trials(trials)
-            self._record(node, trajs, [i for _, i in primitive_tasks], k, modes=modes)
+            self._record(node, trajs, [i for _, i in primitive_tasks], k, modes=mode_of)
         policy_trajs = []
         if n_policy:
             seeds = rng.integers(2**31 - 1, size=n_policy)
