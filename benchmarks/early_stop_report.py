@@ -10,10 +10,15 @@ without and with the cut, the ratio, how many of the fresh trials' true successe
 oracle's ratio (every failure and no success cut at the first checkpoint: the most early stopping
 can save there).
 
+With ``--select 0.2 0.3 ...``, each skill also gets the checkpoint ``EarlyStop.select`` chooses
+among those on the past trials alone (by its out-of-fold estimate), judged on the fresh ones like
+the rest: the figure to trust, since picking the best ``--prefix`` row reads the fresh trials.
+
 With ``--source search`` the past and fresh trials are instead two mixture-CEM searches with
 different seeds (whose modes differ: a distribution shift the model is not trained for).
 
     python benchmarks/early_stop_report.py [--skills scoop flip] [--trials 1500] [--prefix 0.3 0.6 1.0]
+        [--select 0.2 0.3 0.4 0.5 0.6 1.0]
 """
 
 from __future__ import annotations
@@ -62,6 +67,13 @@ def main() -> None:
         help="checkpoints in s; a comma-separated list is one cascade (cut at the first failing one)",
     )
     ap.add_argument("--cut-rate", type=float, default=0.03)
+    ap.add_argument(
+        "--select",
+        type=float,
+        nargs="*",
+        default=[],
+        help="candidate checkpoints (s) to choose one from on the past trials",
+    )
     ap.add_argument("--folds", type=int, default=5, help="cross-fitting folds per checkpoint")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--source", choices=["uniform", "search"], default="uniform")
@@ -86,21 +98,34 @@ def main() -> None:
                     cache.write_bytes(pickle.dumps((train, test)))
             sim_s = time.perf_counter() - start
             base = physics_cost(test, substeps)
+            rate = test[0].control_hz
+            judges = []
             for prefix in args.prefix:
-                seconds = [float(p) for p in prefix.split(",")]
-                steps = [int(round(p * test[0].control_hz)) for p in seconds]
-                stop = EarlyStop.train(train, steps, cut_rate=args.cut_rate, seed=0, folds=args.folds)
+                steps = [int(round(float(p) * rate)) for p in prefix.split(",")]
+                judges.append(
+                    (prefix, EarlyStop.train(train, steps, args.cut_rate, seed=0, folds=args.folds))
+                )
+            if args.select:
+                candidates = [int(round(p * rate)) for p in args.select]
+                stop, estimates = EarlyStop.select(train, candidates, substeps, args.cut_rate, 0, args.folds)
+                chosen = f"{stop.checkpoints[0] / rate:g}"
+                print(
+                    f"{skill}: estimated ratios { ({f'{c / rate:g}': round(r, 2) for c, r in estimates.items()}) }"
+                )
+                judges.append((f"{chosen} (chosen)", stop))
+            for label, stop in judges:
                 stops = stop.stops(test)
                 with_cut = physics_cost(test, substeps, stops)
                 wins = max(1, base["successes"])
                 # the bound: every failure, and no success, cut at the first checkpoint
-                oracle = [steps[0] if not t.success and len(t) > steps[0] else -1 for t in test]
+                first = stop.checkpoints[0]
+                oracle = [first if not t.success and len(t) > first else -1 for t in test]
                 oracle_cost = physics_cost(test, substeps, np.array(oracle))
                 row = {
                     "skill": skill,
                     "source": args.source,
-                    "prefix_s": prefix,
-                    "mean_cut_s": float(np.mean([c for c in stops if c >= 0] or [0]) / test[0].control_hz),
+                    "prefix_s": label,
+                    "mean_cut_s": float(np.mean([c for c in stops if c >= 0] or [0]) / rate),
                     "trials": len(test),
                     "test_success": base["successes"] / len(test),
                     "steps_per_success_without": base["steps_per_success"],

@@ -17,12 +17,17 @@ where 3% was asked: README, "Measured: early stopping".)
 ``physics_cost`` counts what a batch of trials costs with and without early stopping: a cut trial
 costs the physics steps up to its cut, the others their full length. Predictions read only the
 prefix, so the counts are the steps an explorer that stops there would spend.
+
+Where to judge differs by skill (a catch that will fail shows it within 0.3 s, a scoop later), and
+choosing the checkpoint on the trials it is then measured on would flatter it: ``EarlyStop.select``
+chooses among candidate checkpoints on the past trials alone, by the physics steps per success
+their own out-of-fold predictions would have spent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -144,6 +149,8 @@ class EarlyStop:
     models: list[list[ValueModel]]
     checkpoints: list[int]
     thresholds: list[float]
+    # per checkpoint, each past trial's prediction by the fold model that did not see it (train)
+    out_of_fold: list[np.ndarray] = field(default_factory=list, repr=False)
 
     @classmethod
     def train(
@@ -169,7 +176,7 @@ class EarlyStop:
                 f"of {len(trajs)} trials: run more trials first"
             )
         parts = stratified_folds(y, folds, seed)
-        models, thresholds = [], []
+        models, thresholds, predictions = [], [], []
         for c in checkpoints:
             x = np.stack([prefix_features(t, c) for t in trajs])
             out_of_fold = np.zeros(len(trajs))
@@ -180,8 +187,36 @@ class EarlyStop:
                 out_of_fold[held] = model.predict(x[held])
                 fold_models.append(model)
             models.append(fold_models)
+            predictions.append(out_of_fold)
             thresholds.append(float(np.quantile(out_of_fold[y > 0], cut_rate / len(checkpoints))))
-        return cls(models, checkpoints, thresholds)
+        return cls(models, checkpoints, thresholds, predictions)
+
+    @classmethod
+    def select(
+        cls,
+        trajs: Sequence[Trajectory],
+        candidates: Sequence[int],
+        substeps: int,
+        cut_rate: float = 0.03,
+        seed: int = 0,
+        folds: int = 5,
+    ) -> tuple[EarlyStop, dict[int, float]]:
+        """Train one judge per candidate checkpoint on ``trajs`` and keep the one whose cuts, by
+        its out-of-fold predictions on those same past trials, spend the fewest physics steps
+        per success found. Returns it and, per candidate, the estimated ratio of steps per
+        success without and with it (no fresh trial is looked at)."""
+        if not candidates:
+            raise ValueError("EarlyStop.select needs at least one candidate checkpoint")
+        base = physics_cost(trajs, substeps)["steps_per_success"]
+        best, estimates = None, {}
+        for c in candidates:
+            stop = cls.train(trajs, [c], cut_rate, seed, folds)
+            cut = (stop.out_of_fold[0] < stop.thresholds[0]) & np.array([len(t) > c for t in trajs])
+            cost = physics_cost(trajs, substeps, np.where(cut, c, -1))["steps_per_success"]
+            estimates[int(c)] = float(base / cost)
+            if best is None or estimates[int(c)] > estimates[best.checkpoints[0]]:
+                best = stop
+        return best, estimates
 
     def _predict(self, i: int, x: np.ndarray) -> np.ndarray:
         """(N,) the mean success probability of checkpoint ``i``'s fold models for features ``x``."""

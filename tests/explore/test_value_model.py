@@ -97,6 +97,25 @@ def test_folds_are_stratified_and_calibrate_on_every_past_success(trials):
         out_of_fold[held] = model.predict(features[held])
     below = float(np.mean(out_of_fold[y > 0] < stop.thresholds[0]))
     assert 0.0 < below <= 0.1 + 1.0 / y.sum()
+    np.testing.assert_allclose(stop.out_of_fold[0], out_of_fold, rtol=1e-6)  # what train keeps
+
+
+def test_the_checkpoint_is_chosen_on_the_past_trials_by_their_out_of_fold_cost(trials):
+    train, _ = trials
+    stop, estimates = EarlyStop.select(train, [25, 100], substeps=10, cut_rate=0.05)
+    # the idle spatula is hopeless from the start: judging it at 0.5 s saves more than at 2 s
+    assert set(estimates) == {25, 100} and estimates[25] > estimates[100] > 1.0
+    assert stop.checkpoints == [25]
+    again = EarlyStop.train(train, [25], cut_rate=0.05)
+    assert stop.thresholds == again.thresholds
+    # the estimate is physics_cost on the past trials, cut where their out-of-fold prediction is low
+    cut = np.where(
+        (stop.out_of_fold[0] < stop.thresholds[0]) & np.array([len(t) > 25 for t in train]), 25, -1
+    )
+    ratio = physics_cost(train, 10)["steps_per_success"] / physics_cost(train, 10, cut)["steps_per_success"]
+    assert estimates[25] == pytest.approx(ratio)
+    with pytest.raises(ValueError, match="candidate"):
+        EarlyStop.select(train, [], substeps=10)
 
 
 def test_early_stopping_needs_successes_to_calibrate(trials):
