@@ -67,13 +67,8 @@ def boundary(outcomes: Outcomes, recent_iterations: int = 2, prior_trials: float
 def recent_rate(outcome_lists: Sequence[Outcomes], recent_iterations: int = 2) -> float | None:
     """Success rate of all ``outcome_lists`` together over the last ``recent_iterations``
     iterations any of them has (None without outcomes): the reference of ``deficit``."""
-    rows = [(k, s) for outcomes in outcome_lists for k, s in outcomes]
-    if not rows:
-        return None
-    seen = np.unique([k for k, _ in rows])
-    cut = seen[-recent_iterations] if len(seen) >= recent_iterations else seen[0]
-    recent = [s for k, s in rows if k >= cut]
-    return float(np.mean(recent))
+    _, recent = _windows([row for outcomes in outcome_lists for row in outcomes], recent_iterations)
+    return float(recent.mean()) if len(recent) else None
 
 
 def deficit(
