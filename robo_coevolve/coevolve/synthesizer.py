@@ -33,10 +33,11 @@ import numpy as np
 
 from robo_coevolve.coevolve import signals
 from robo_coevolve.coevolve.physical_check import check_physics
-from robo_coevolve.coevolve.task_pool import PoolEntry, TaskPool
+from robo_coevolve.coevolve.task_pool import OWN, PoolEntry, TaskPool
 from robo_coevolve.coevolve.task_space import TaskSpace
 from robo_coevolve.explore.open_loop import Trial
 from robo_coevolve.explore.plans import PrimitivePlan
+from robo_coevolve.explore.search import trial_score
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec, TaskSpecError
 from robo_coevolve.trajectory import Trajectory
@@ -58,6 +59,7 @@ class SynthesisReport:
     set_aside: int = 0
     retried: int = 0
     admitted: int = 0
+    promoted: int = 0
     validation_trials: int = 0
     weak: list[dict[str, Any]] = field(default_factory=list)
     reasons: dict[str, int] = field(default_factory=dict)
@@ -78,6 +80,7 @@ class TaskSynthesizer:
         weak_threshold: least ``total`` weakness for a variant to be perturbed.
         rare_proposals: proposals in the rarest regions per round.
         step: standard deviation of a perturbation, unit-cube units.
+        rare_step: how far a rare proposal moves one parameter of a variant, unit-cube units.
         solve_trials: primitive trials per solvability check.
         jitter: unit-cube standard deviation of those primitives around the modes.
         max_retries: solvability checks of a set-aside candidate before it is dropped.
@@ -90,6 +93,11 @@ class TaskSynthesizer:
         max_entries: most variants in a pool (the weakest proposals stop when it is full).
         mass_range: relative egg-mass spread of a new variant's distribution.
         control_hz: the env's control rate for the physics check.
+        promote_rate: least success rate of a variant's own search (``PoolEntry.own_mode``) over
+            an iteration for its motion to become one of the node's modes (``promote``) ...
+        promote_margin: ... when it also beats the best node mode there by this much ...
+        max_modes: ... while the node has fewer modes than this ...
+        mode_distance: ... and it lies at least this far (RMS per parameter) from each of them.
     """
 
     space: TaskSpace = field(default_factory=TaskSpace)
@@ -98,6 +106,7 @@ class TaskSynthesizer:
     weak_threshold: float = 0.2
     rare_proposals: int = 2
     step: float = 0.15
+    rare_step: float = 0.3
     solve_trials: int = 8
     jitter: float = 0.03
     max_retries: int = 2
@@ -109,6 +118,10 @@ class TaskSynthesizer:
     max_entries: int = 48
     mass_range: float = 0.05
     control_hz: float = 50.0
+    promote_rate: float = 0.5
+    promote_margin: float = 0.2
+    max_modes: int = 6
+    mode_distance: float = 0.03
 
     def __post_init__(self) -> None:
         if isinstance(self.space, dict):
@@ -119,6 +132,7 @@ class TaskSynthesizer:
             "proposals_per_weak": (self.proposals_per_weak >= 0, ">= 0"),
             "rare_proposals": (self.rare_proposals >= 0, ">= 0"),
             "step": (self.step > 0, "> 0 (unit-cube units)"),
+            "rare_step": (0 < self.rare_step <= 1, "in (0, 1] (unit-cube units)"),
             "solve_trials": (self.solve_trials >= 1, ">= 1"),
             "jitter": (self.jitter >= 0, ">= 0"),
             "max_retries": (self.max_retries >= 1, ">= 1"),
@@ -128,6 +142,10 @@ class TaskSynthesizer:
             "seed_share": (0 <= self.seed_share < 1, "in [0, 1)"),
             "max_entries": (self.max_entries >= 1, ">= 1"),
             "mass_range": (0 <= self.mass_range < 1, "in [0, 1)"),
+            "promote_rate": (0 < self.promote_rate <= 1, "in (0, 1]"),
+            "promote_margin": (0 <= self.promote_margin < 1, "in [0, 1)"),
+            "max_modes": (self.max_modes >= 1, ">= 1"),
+            "mode_distance": (self.mode_distance >= 0, ">= 0"),
             "signal_weights": (
                 len(self.signal_weights) in (3, 4) and min(self.signal_weights) >= 0,
                 "four weights >= 0 (forgetting, boundary, rare, deficit)",
@@ -199,6 +217,29 @@ class TaskSynthesizer:
             least = self.seed_share / (1.0 - self.seed_share) * others
             pool.entries[0].weight = max(pool.entries[0].weight, least)
 
+    def promote(self, pool: TaskPool, modes: Sequence[np.ndarray], iteration: int) -> list[list[float]]:
+        """The motions to add to the node's ``modes``: the means of the variants' own searches
+        that solved their variant at ``promote_rate`` or more over ``iteration``'s primitive
+        trials (at least 4), ``promote_margin`` above the best node mode there, at least
+        ``mode_distance`` from every mode and from each other, up to ``max_modes`` in all. Once
+        a mode of the node, a motion is tried on every variant (``PoolEntry.choose_modes``):
+        the one a 80 g egg taught scoops 30-70 g eggs 100% where the standard egg's scoops 30 g
+        eggs 30% (README, CoEvolve)."""
+        kept = [np.asarray(m, np.float64) for m in modes]
+        out: list[list[float]] = []
+        for e in pool.entries:
+            if len(kept) >= self.max_modes:
+                break
+            own, n_own, best = e.own_success(iteration)
+            if n_own < 4 or own < max(self.promote_rate, (best or 0.0) + self.promote_margin):
+                continue
+            mean = e.own_mode()[0]
+            if min(np.sqrt(((mean - m) ** 2).mean()) for m in kept) < self.mode_distance:
+                continue
+            kept.append(mean)
+            out.append([round(float(v), 6) for v in mean])
+        return out
+
     # ------------------------------------------------------------------ proposals
     def _retries(self, pool: TaskPool, report: SynthesisReport) -> list[dict[str, Any]]:
         out, pool.set_aside = list(pool.set_aside), []
@@ -218,13 +259,30 @@ class TaskSynthesizer:
             for _ in range(self.proposals_per_weak):
                 point = np.clip(centre + rng.normal(0.0, self.step, self.space.dim), 0.0, 1.0)
                 out.append(self._candidate(base, point, i, "weak", report))
+        rare: list[dict[str, Any] | None] = []
         if self.rare_proposals:
-            draws = rng.uniform(0.0, 1.0, size=(64 * self.rare_proposals, self.space.dim))
+            # The frontier: one parameter of one variant moved by rare_step, the least visited
+            # of those points. A point drawn anywhere in the space moves all the parameters at
+            # once, and is seldom a task the node's motions (or its variants') can solve.
+            starts, points = [], []
+            for i, e in enumerate(pool.entries):
+                centre = self.space.features(e.base)
+                for d in range(self.space.dim):
+                    for sign in (-1.0, 1.0):
+                        point = centre.copy()
+                        point[d] = np.clip(point[d] + sign * self.rare_step, 0.0, 1.0)
+                        if point[d] != centre[d]:
+                            starts.append(i)
+                            points.append(point)
             visits = np.asarray(pool.visits).reshape(-1, self.space.dim)
-            rare = signals.rarity(draws, visits, self.bandwidth)
-            for j in np.argsort(-rare, kind="stable")[: self.rare_proposals]:
-                out.append(self._candidate(pool.entries[0].base, draws[j], 0, "rare", report))
-        return [c for c in out if c is not None]
+            rarity = signals.rarity(np.array(points), visits, self.bandwidth)
+            order = rng.permutation(len(points))  # equals (nothing visited yet) in random order
+            for j in order[np.argsort(-rarity[order], kind="stable")][: self.rare_proposals]:
+                rare.append(
+                    self._candidate(pool.entries[starts[j]].base, points[j], starts[j], "rare", report)
+                )
+        # The rare ones first: the weak variants' proposals alone fill a round.
+        return [c for c in rare + out if c is not None]
 
     def _candidate(
         self, base: TaskSpec, point: np.ndarray | None, parent: int, why: str, report: SynthesisReport
@@ -267,6 +325,13 @@ class TaskSynthesizer:
         which = np.arange(self.solve_trials) % len(modes)
         centres = np.asarray(modes, np.float64)[which]
         params = np.clip(centres + rng.normal(0.0, self.jitter, centres.shape), 0.0, 1.0)
+        parent = pool.entries[cand["parent"]] if cand["parent"] < len(pool) else None
+        if parent is not None and parent.own_mode() is not None:
+            # Transfer: every other trial runs the parent variant's own search (its motion is
+            # what makes a step away from it solvable: an egg 10 g heavier than one it solves).
+            which[1::2] = OWN
+            for j in range(1, self.solve_trials, 2):
+                params[j] = parent.sample_own(rng, self.jitter)
         trials = [
             Trial(t, PrimitivePlan(p), {"iteration": iteration, "source": "synthesis"})
             for t, p in zip(drawn, params, strict=True)
@@ -275,6 +340,8 @@ class TaskSynthesizer:
         report.validation_trials += len(trajs)
         wins = [t for t in trajs if t.success]
         if not wins:
+            for t in trajs:  # visited all the same: the rare signal moves on
+                pool.visit(self.space.features(t.task))
             cand = {**cand, "tries": cand["tries"] + 1}
             if cand["tries"] < self.max_retries:
                 pool.set_aside.append(cand)
@@ -284,7 +351,8 @@ class TaskSynthesizer:
         index = pool.add(
             PoolEntry(tasks, weight=self.floor, origin=origin, parent=cand["parent"], iteration=iteration)
         )
-        for t, m in zip(trajs, which, strict=True):
-            pool.record(index, t.success, iteration, self.space.features(t.task), mode=int(m))
+        for t, m, p in zip(trajs, which, params, strict=True):
+            point = self.space.features(t.task)
+            pool.record(index, t.success, iteration, point, mode=int(m), elite=(trial_score(t.outcome), p))
         report.admitted += 1
         return wins

@@ -28,6 +28,9 @@ from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec
 
 FORMAT_VERSION = 1
+OWN = -1  # the mode index of a variant's own search in ``PoolEntry.mode_outcomes``
+ELITES_KEPT = 16  # best primitive trials kept per variant
+OWN_ELITES = 8  # of which a variant's own search is refitted to
 
 
 class TaskPoolError(ValueError):
@@ -48,7 +51,10 @@ class PoolEntry:
         policy_outcomes: those of the policy's own exploration episodes among them (the
             variant's grip, ``policy_success``).
         mode_outcomes: (iteration, mode, success) of the primitive trials among them, by the
-            index of the node's search mode they were drawn around (``choose_modes``).
+            index of the node's search mode they were drawn around, or ``OWN`` for the
+            variant's own search (``choose_modes``).
+        elites: (score, parameters) of the best primitive trials run on it, best first, at most
+            ``ELITES_KEPT``: the variant's own cross-entropy search (``own_mode``).
     """
 
     tasks: TaskDistribution
@@ -59,6 +65,7 @@ class PoolEntry:
     outcomes: list[tuple[int, bool]] = field(default_factory=list)
     policy_outcomes: list[tuple[int, bool]] = field(default_factory=list)
     mode_outcomes: list[tuple[int, int, bool]] = field(default_factory=list)
+    elites: list[tuple[float, list[float]]] = field(default_factory=list)
 
     @property
     def base(self) -> TaskSpec:
@@ -78,17 +85,62 @@ class PoolEntry:
         return float(np.mean([s for k, s in self.policy_outcomes if k == last]))
 
     def choose_modes(self, n_modes: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        """(n,) indices of the node's search modes for ``n`` primitive trials on this variant, by
-        Thompson sampling: each trial takes the mode with the highest draw from Beta(1 + wins,
-        1 + losses) of that mode's trials here. A mode that solves the standard egg may not
-        solve a 30 g one (one run's modes: 13%, 17% and 77% of 30 g eggs), and one can be dead
-        everywhere; untried modes keep being tried."""
-        wins, losses = np.zeros(n_modes), np.zeros(n_modes)
+        """(n,) indices of the node's search modes, or ``OWN`` for the variant's own search once
+        it has one (``own_mode``), for ``n`` primitive trials on this variant, by Thompson
+        sampling: each trial takes the arm with the highest draw from Beta(1 + wins, 1 + losses)
+        of that arm's trials here. A mode that solves the standard egg may not solve a 30 g one
+        (one run's modes: 13%, 17% and 77% of 30 g eggs), and one can be dead everywhere;
+        untried arms keep being tried."""
+        arms = n_modes + (self.own_mode() is not None)
+        wins, losses = np.zeros(arms), np.zeros(arms)
         for _, m, s in self.mode_outcomes:
-            if m < n_modes:
-                (wins if s else losses)[m] += 1
-        draws = rng.beta(1.0 + wins, 1.0 + losses, size=(n, n_modes))
-        return draws.argmax(axis=1)
+            a = n_modes if m == OWN else m
+            if a < arms:
+                (wins if s else losses)[a] += 1
+        draws = rng.beta(1.0 + wins, 1.0 + losses, size=(n, arms))
+        chosen = draws.argmax(axis=1)
+        return np.where(chosen == n_modes, OWN, chosen)
+
+    def add_elite(self, score: float, params: np.ndarray) -> None:
+        """Keep a primitive trial's ``params`` if its ``score`` is among the ``ELITES_KEPT`` best here."""
+        self.elites.append((float(score), [round(float(v), 6) for v in params]))
+        self.elites.sort(key=lambda e: -e[0])
+        del self.elites[ELITES_KEPT:]
+
+    def own_mode(self, min_std: float = 0.03, radius: float = 0.2) -> tuple[np.ndarray, np.ndarray] | None:
+        """(mean, std) of the variant's own search, None before it has ``OWN_ELITES`` scored
+        primitive trials: a Gaussian refitted to its best trial so far and the others of its
+        ``OWN_ELITES`` best that lie within ``radius`` (RMS distance per parameter) of it, so
+        the fit never lands between two solution modes (``MixtureCEM``), its spread floored at
+        ``min_std``. The node's modes come from the standard egg; an 80 g egg slides off all of
+        them (0-5%), and 160 trials of this search reached 85% there (README, CoEvolve)."""
+        if len(self.elites) < OWN_ELITES:
+            return None
+        x = np.array([p for _, p in self.elites[:OWN_ELITES]])
+        near = x[np.sqrt(((x - x[0]) ** 2).mean(axis=1)) <= radius]
+        return near.mean(axis=0), np.maximum(near.std(axis=0), min_std)
+
+    def sample_own(self, rng: np.random.Generator, min_std: float = 0.03) -> np.ndarray:
+        """Parameters for one trial of the variant's own search (``own_mode``), in the unit cube."""
+        fit = self.own_mode(min_std)
+        if fit is None:
+            raise ValueError(
+                f"no own search on this variant yet: it needs {OWN_ELITES} scored primitive trials"
+            )
+        mean, std = fit
+        return np.clip(mean + std * rng.standard_normal(mean.shape), 0.0, 1.0)
+
+    def own_success(self, iteration: int) -> tuple[float | None, int, float | None]:
+        """Over the primitive trials of ``iteration``: the success rate of the variant's own
+        search and its number of trials, and the success rate of the best node mode (None: no
+        trial of that kind)."""
+        rows: dict[int, list[bool]] = {}
+        for k, m, s in self.mode_outcomes:
+            if k == iteration:
+                rows.setdefault(m, []).append(s)
+        own = rows.pop(OWN, [])
+        best = max((float(np.mean(v)) for v in rows.values()), default=None)
+        return (float(np.mean(own)) if own else None), len(own), best
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +152,7 @@ class PoolEntry:
             "outcomes": [[int(k), int(bool(s))] for k, s in self.outcomes],
             "policy_outcomes": [[int(k), int(bool(s))] for k, s in self.policy_outcomes],
             "mode_outcomes": [[int(k), int(m), int(bool(s))] for k, m, s in self.mode_outcomes],
+            "elites": [[float(v), list(p)] for v, p in self.elites],
         }
 
     @classmethod
@@ -117,6 +170,7 @@ class PoolEntry:
             # Absent from pools saved before the per-variant split: nothing counted yet.
             policy_outcomes=[(int(k), bool(s)) for k, s in data.get("policy_outcomes", [])],
             mode_outcomes=[(int(k), int(m), bool(s)) for k, m, s in data.get("mode_outcomes", [])],
+            elites=[(float(v), [float(x) for x in p]) for v, p in data.get("elites", [])],
         )
 
 
@@ -165,6 +219,21 @@ class TaskPool:
         tasks = [self.entries[int(i)].tasks.sample(rng) for i in index]
         return tasks, [int(i) for i in index]
 
+    def primitive_params(
+        self, entries: Sequence[int], modes: Sequence[np.ndarray], rng: np.random.Generator, jitter: float
+    ) -> tuple[list[int], np.ndarray]:
+        """For one primitive trial on each of ``entries``: the arm each variant chooses
+        (``PoolEntry.choose_modes``: a node mode's index, or ``OWN``) and the unit-cube
+        parameters, around that mode with ``jitter`` (standard deviation) or from the variant's
+        own search."""
+        which = [int(self.entries[i].choose_modes(len(modes), 1, rng)[0]) for i in entries]
+        centres = np.asarray(modes, np.float64)[np.maximum(which, 0)].reshape(len(which), -1)
+        params = np.clip(centres + rng.normal(0.0, jitter, size=centres.shape), 0.0, 1.0)
+        for j, (i, m) in enumerate(zip(entries, which, strict=True)):
+            if m == OWN:
+                params[j] = self.entries[i].sample_own(rng, jitter)
+        return which, params
+
     def add(self, entry: PoolEntry) -> int:
         """Append ``entry`` (of the pool's skill); returns its index."""
         if entry.base.skill != self.skill:
@@ -180,19 +249,27 @@ class TaskPool:
         point: np.ndarray | None = None,
         policy: bool = False,
         mode: int | None = None,
+        elite: tuple[float, np.ndarray] | None = None,
     ) -> None:
         """Count one trial of entry ``index``; ``point`` is its task's feature point (rare signal);
         ``policy``: it was one of the policy's exploration episodes (the variant's grip);
-        ``mode``: it was a primitive trial around the node's search mode of that index."""
+        ``mode``: it was a primitive trial around the node's search mode of that index (or the
+        variant's own search, ``OWN``), and ``elite`` its (score, parameters)."""
         self.entries[index].outcomes.append((int(iteration), bool(success)))
         if policy:
             self.entries[index].policy_outcomes.append((int(iteration), bool(success)))
         if mode is not None:
             self.entries[index].mode_outcomes.append((int(iteration), int(mode), bool(success)))
+        if elite is not None:
+            self.entries[index].add_elite(*elite)
         if point is not None:
-            self.visits.append([round(float(v), 5) for v in point])
-            if len(self.visits) > self.visits_kept:
-                del self.visits[: len(self.visits) - self.visits_kept]
+            self.visit(point)
+
+    def visit(self, point: np.ndarray) -> None:
+        """Count a trial at task feature ``point`` (the rare signal), keeping the latest ``visits_kept``."""
+        self.visits.append([round(float(v), 5) for v in point])
+        if len(self.visits) > self.visits_kept:
+            del self.visits[: len(self.visits) - self.visits_kept]
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict[str, Any]:

@@ -61,7 +61,7 @@ from robo_coevolve.evolve.schedule import ExploreSchedule
 from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.explore.open_loop import Trial
 from robo_coevolve.explore.plans import PrimitivePlan
-from robo_coevolve.explore.search import PrimitiveSearch, SearchSettings
+from robo_coevolve.explore.search import PrimitiveSearch, SearchSettings, trial_score
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
@@ -527,6 +527,12 @@ class EvolutionLoop:
         if pool is None or info["modes"] is None:
             return None, []
         synth, adversary = self.coevolve.synthesizer, self.coevolve.adversary
+        promoted = synth.promote(pool, info["modes"], k - 1)
+        if promoted:  # a variant's own motion becomes one of the node's modes (state, below)
+            info["modes"] = [*info["modes"], *promoted]
+            log.info(
+                "iteration %d: %s +%d modes from its variants' own searches", k, node.name, len(promoted)
+            )
         attack = None
         if adversary is not None and self.policy is not None and self.state.trained_node == node.name:
             attack = adversary.search(self.policy, pool, synth.space, self.backend, rng)
@@ -538,6 +544,7 @@ class EvolutionLoop:
             k,
             adversarial=None if attack is None else attack.candidates,
         )
+        report.promoted = len(promoted)
         if attack is not None:
             report.adversary = attack.to_dict()
             report.validation_trials += attack.episodes
@@ -569,15 +576,18 @@ class EvolutionLoop:
         k: int,
         policy: bool = False,
         modes: list[int] | None = None,
+        params: np.ndarray | None = None,
     ) -> None:
-        """Count trials on their pool entries: ``policy`` episodes, or primitives around ``modes``."""
+        """Count trials on their pool entries: ``policy`` episodes, or primitives around ``modes``
+        with their ``params`` (the variants' own searches keep the best)."""
         pool = self._pool(node)
         if pool is None:
             return
         space = self.coevolve.synthesizer.space
         for j, (t, i) in enumerate(zip(trajs, entries, strict=True)):
             mode = None if modes is None else modes[j]
-            pool.record(i, t.success, k, space.features(t.task), policy=policy, mode=mode)
+            elite = None if params is None else (trial_score(t.outcome), params[j])
+            pool.record(i, t.success, k, space.features(t.task), policy=policy, mode=mode, elite=elite)
 
     def _save_pools(self, k: int) -> dict[str, str]:
         """Write every pool as of iteration ``k`` (before the commit point); returns the paths."""
@@ -658,9 +668,9 @@ class EvolutionLoop:
             as_primitive = self.schedule.as_primitive(grip, rng) if n_policy else np.ones(len(drawn), bool)
             primitive_tasks = [(t, i) for t, i, p in zip(drawn, entries, as_primitive, strict=True) if p]
             policy_tasks = [(t, i) for t, i, p in zip(drawn, entries, as_primitive, strict=True) if not p]
-            n_modes = len(info["modes"])
-            mode_of = [int(pool.entries[i].choose_modes(n_modes, 1, rng)[0]) for _, i in primitive_tasks]
-            params = self.schedule.primitive_params(info["modes"], len(primitive_tasks), rng, which=mode_of)
+            mode_of, params = pool.primitive_params(
+                [i for _, i in primitive_tasks], info["modes"], rng, self.schedule.primitive_jitter
+            )
         else:
             params = self.schedule.primitive_params(info["modes"], n_primitive, rng)
             primitive_tasks = list(zip(*self._draw(node, rng, n_primitive), strict=True))
@@ -673,7 +683,7 @@ class EvolutionLoop:
                 for (t, _), p in zip(primitive_tasks, params, strict=True)
             ]
             trajs += self.backend.run_trials(trials)
-            self._record(node, trajs, [i for _, i in primitive_tasks], k, modes=mode_of)
+            self._record(node, trajs, [i for _, i in primitive_tasks], k, modes=mode_of, params=params)
         policy_trajs = []
         if n_policy:
             seeds = rng.integers(2**31 - 1, size=n_policy)

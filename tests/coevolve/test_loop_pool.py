@@ -12,6 +12,7 @@ import pytest
 from run_killer import kill_when
 
 from robo_coevolve.coevolve import TaskPool
+from robo_coevolve.coevolve.task_pool import ELITES_KEPT, OWN
 from robo_coevolve.evolve.run_state import RunState, rollback
 from robo_coevolve.library import SkillLibrary
 
@@ -80,7 +81,13 @@ def test_the_pool_feeds_exploration_and_is_saved_with_the_run(uninterrupted):
         <= len(modes)
         <= primitive + sum(r["explore"]["coevolve"]["validation_trials"] for r in rows[1:])
     )
-    assert set(modes) <= set(range(len(RunState.load(uninterrupted).nodes["scoop"]["modes"])))
+    n_modes = len(RunState.load(uninterrupted).nodes["scoop"]["modes"])
+    assert set(modes) <= {*range(n_modes), OWN}
+    # each variant keeps its best primitive trials, best first, for its own search
+    for e in pool.entries:
+        scores = [s for s, _ in e.elites]
+        assert scores == sorted(scores, reverse=True) and len(scores) <= ELITES_KEPT
+    assert sum(len(e.elites) for e in pool.entries) >= min(ELITES_KEPT, primitive)
     # only the committed iteration's pool is kept
     assert sorted(p.name for p in (uninterrupted / "coevolve").iterdir()) == ["scoop_0003.json"]
 

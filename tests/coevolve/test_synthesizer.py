@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from robo_coevolve.coevolve import TaskPool, TaskSpace, TaskSynthesizer, check_physics
+from robo_coevolve.coevolve import PoolEntry, TaskPool, TaskSpace, TaskSynthesizer, check_physics
+from robo_coevolve.coevolve.task_pool import OWN
+from robo_coevolve.explore.open_loop import Trial
+from robo_coevolve.explore.plans import PrimitivePlan
+from robo_coevolve.explore.search import trial_score
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec, TaskSpecError
 
@@ -77,6 +83,24 @@ def test_an_unsolved_candidate_is_set_aside_retried_and_dropped(backend):
     assert report.retried == 1 and report.set_aside == 0 and not pool.set_aside  # second failure: dropped
 
 
+def test_rare_proposals_step_one_parameter_into_the_least_visited_side(backend):
+    pool = TaskPool.seeded(TaskDistribution.for_skill("scoop"))
+    space = TaskSpace({"egg_x": (-0.05, 0.05), "egg_mass": (0.025, 0.1)})
+    centre = space.features(pool.entries[0].base)
+    heavy = centre + [0.0, 0.2]
+    for _ in range(50):  # trials ran at the centre and on heavier eggs: not yet on lighter ones
+        pool.visit(centre)
+        pool.visit(heavy)
+    useless = [np.zeros(15)]  # no candidate is solved: each is set aside
+    synth = TaskSynthesizer(space, rare_proposals=2, proposals_per_weak=0, solve_trials=2, new_per_round=4)
+    report, _ = synth.evolve(pool, useless, backend, np.random.default_rng(0), iteration=2)
+    assert report.set_aside == 2 and [c["why"] for c in pool.set_aside] == ["rare", "rare"]
+    moved = [space.features(TaskSpec.from_dict(c["task"])) - centre for c in pool.set_aside]
+    assert np.allclose(moved[0], [0.0, -synth.rare_step])  # a lighter egg: away from the visits
+    assert np.allclose(np.abs(moved[1]), [synth.rare_step, 0.0])  # then off-centre, either side
+    assert len(pool.visits) == 100 + 2 * 2  # the set-aside candidates' trials count as visits
+
+
 def test_weights_favour_weak_variants_and_starve_mastered_ones():
     pool = TaskPool.seeded(TaskDistribution.for_skill("scoop"))
     from robo_coevolve.coevolve import PoolEntry
@@ -108,3 +132,42 @@ def test_a_variant_failed_where_the_rest_succeed_outweighs_a_wavering_one():
     assert light > 1.3 * wavering
     TaskSynthesizer(seed_share=0.0, signal_weights=(1.0, 1.0, 0.5)).reweight(pool)  # without deficit
     assert pool.entries[1].weight < 0.6 * pool.entries[2].weight
+
+
+def test_a_heavy_eggs_own_search_beats_the_node_modes_there_and_becomes_a_mode(backend, scoop_modes):
+    """Rounds of primitive trials on an 80 g egg, as the loop runs them: each trial around the
+    arm the variant chooses (a node mode, or its own search once it has scored trials)."""
+    pool = TaskPool.seeded(TaskDistribution.for_skill("scoop"))
+    heavy = pool.add(PoolEntry(TaskDistribution.for_skill("scoop", egg_mass=0.08, egg_mass_range=0.05)))
+    rng = np.random.default_rng(0)
+    for k in range(1, 11):
+        which, params = pool.primitive_params([heavy] * 20, scoop_modes, rng, jitter=0.03)
+        tasks = pool.entries[heavy].tasks.sample_many(rng, 20)
+        trajs = backend.run_trials([Trial(t, PrimitivePlan(p)) for t, p in zip(tasks, params, strict=True)])
+        for t, m, p in zip(trajs, which, params, strict=True):
+            pool.record(heavy, t.success, k, mode=m, elite=(trial_score(t.outcome), p))
+    own = [s for k, m, s in pool.entries[heavy].mode_outcomes if m == OWN and k > 6]
+    modes = [s for k, m, s in pool.entries[heavy].mode_outcomes if m != OWN and k > 6]
+    assert len(own) >= 20 and np.mean(own) >= 0.25  # the node modes slide the heavy egg off
+    assert np.mean(modes) <= 0.1 if modes else True
+    # its motion becomes a node mode once it solves the variant often enough
+    rate, n, best = pool.entries[heavy].own_success(10)
+    synth = TaskSynthesizer(promote_rate=rate, promote_margin=0.0, max_modes=len(scoop_modes) + 1)
+    promoted = synth.promote(pool, scoop_modes, 10)
+    assert (
+        n >= 4
+        and len(promoted) == 1
+        and np.allclose(promoted[0], pool.entries[heavy].own_mode()[0], atol=1e-6)
+    )
+    assert not replace(synth, promote_rate=min(1.0, rate + 0.01)).promote(pool, scoop_modes, 10)
+    assert not replace(synth, mode_distance=0.5).promote(pool, scoop_modes, 10)  # too close to a mode
+    assert not TaskSynthesizer(max_modes=len(scoop_modes)).promote(pool, scoop_modes, 10)
+    # and a variant proposed next to it is validated with its motion, half of the trials
+    synth = TaskSynthesizer(
+        TaskSpace({"egg_mass": (0.075, 0.085)}), rare_proposals=0, proposals_per_weak=1, new_per_round=1
+    )
+    report, _ = synth.evolve(pool, scoop_modes, backend, np.random.default_rng(1), iteration=11)
+    child = pool.entries[-1]
+    assert report.admitted == 1 and child.parent == heavy and child.base.egg_mass != 0.08
+    assert sum(m == OWN for _, m, _ in child.mode_outcomes) == synth.solve_trials // 2
+    assert len(child.elites) == synth.solve_trials  # its own search starts from these

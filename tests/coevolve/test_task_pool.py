@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from robo_coevolve.coevolve import PoolEntry, TaskPool, TaskPoolError
+from robo_coevolve.coevolve.task_pool import ELITES_KEPT, OWN
 from robo_coevolve.task_distribution import TaskDistribution
 
 
@@ -48,12 +49,12 @@ def test_the_policy_success_is_its_last_iteration_and_old_pool_files_still_load(
     assert p.entries[1].policy_success() == 0.5
     data = p.to_dict()
     for e in data["entries"]:
-        del e["policy_outcomes"], e["mode_outcomes"]  # as written before the per-variant split
+        del e["policy_outcomes"], e["mode_outcomes"], e["elites"]  # as written before the per-variant split
     path = tmp_path / "scoop.json"
     path.write_text(json.dumps(data))
     back = TaskPool.load(path)
     assert back.entries[1].policy_outcomes == [] and back.entries[1].outcomes == p.entries[1].outcomes
-    assert back.entries[1].mode_outcomes == []
+    assert back.entries[1].mode_outcomes == [] and back.entries[1].elites == []
 
 
 def test_each_variant_learns_which_search_modes_solve_it(tmp_path):
@@ -70,6 +71,36 @@ def test_each_variant_learns_which_search_modes_solve_it(tmp_path):
     assert set(p.entries[1].choose_modes(4, 1000, rng)) >= {2, 3}  # a new mode gets tried
     path = p.save(tmp_path / "scoop.json")
     assert TaskPool.load(path).entries[1].mode_outcomes == p.entries[1].mode_outcomes
+
+
+def test_a_variant_keeps_its_best_trials_and_fits_its_own_search_around_the_best(tmp_path):
+    p = pool()
+    e = p.entries[1]
+    rng = np.random.default_rng(0)
+    assert e.own_mode() is None and set(e.choose_modes(2, 200, rng)) == {0, 1}  # no own search yet
+    with pytest.raises(ValueError, match="8 scored primitive trials"):
+        e.sample_own(rng)
+    # two motions score well here: the better one around 0.2, the other around 0.8
+    for j in range(12):
+        e.add_elite(2.0 + j / 100, np.full(15, 0.2) + rng.normal(0, 0.01, 15))
+        e.add_elite(1.5 + j / 100, np.full(15, 0.8) + rng.normal(0, 0.01, 15))
+        e.add_elite(0.1, np.full(15, 0.5))  # a failure: never kept among these
+    assert len(e.elites) == ELITES_KEPT and [s for s, _ in e.elites] == sorted(
+        (s for s, _ in e.elites), reverse=True
+    )
+    mean, std = e.own_mode(min_std=0.03)
+    assert np.allclose(mean, 0.2, atol=0.02) and np.allclose(std, 0.03)  # not between the two
+    x = np.array([e.sample_own(rng) for _ in range(500)])
+    assert abs(x.mean() - 0.2) < 0.01 and abs(x.std() - 0.03) < 0.005
+    # the own search is an arm of the variant's Thompson sampling: it wins here, so it is chosen
+    assert OWN in set(e.choose_modes(2, 200, rng))
+    for j in range(20):
+        p.record(1, True, 3, mode=OWN)
+        p.record(1, j % 10 == 0, 3, mode=j % 2)
+    assert np.mean(e.choose_modes(2, 1000, rng) == OWN) > 0.9
+    assert e.own_success(3) == (1.0, 20, 0.2) and e.own_success(2) == (None, 0, None)  # mode 0 won 2 of 10
+    back = TaskPool.load(p.save(tmp_path / "scoop.json")).entries[1]
+    assert back.elites == e.elites and np.allclose(back.own_mode()[0], mean)
 
 
 def test_a_damaged_pool_file_names_itself(tmp_path):
