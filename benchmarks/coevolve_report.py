@@ -23,7 +23,9 @@ after each iteration. Arms already run in ``--out`` are reused, so the command r
 
 With ``--probe N``, each hard variant first gets a primitive search of its own (``N`` trials,
 the loop's search settings) whose answer runs on the variant's held-out episodes: the proof that
-every variant is solvable, and how far a method that knew the variant gets.
+every variant is solvable, and how far a method that knew the variant gets. The standard
+distribution gets one too, and every answer also runs on every other set: which variant's motion
+carries over to the others.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from robo_coevolve.refine.novelty import mean_pairwise_distance  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
 
 HELD_OUT_SEED = 515_151
+STANDARD = "standard"
 # The hard held-out variants of scoop: each a TaskDistribution.for_skill override. Each must be
 # solvable (``--probe``): a 90 g egg was not (0 of 1,500 primitive-search trials: it slides off
 # the blade, or the contact diverges), so it scored 0% for every arm and measured nothing; 80 g is
@@ -113,16 +116,24 @@ def diversity_curve(run_dir: Path) -> list[float]:
     return [mean_pairwise_distance(feats[its <= k]) for k in range(1, int(its.max()) + 1)]
 
 
-def probe(backend, args) -> dict[str, float]:
-    """Per hard variant: held-out success of a primitive search's answer on that variant alone."""
-    out = {}
-    for i, (name, overrides) in enumerate(HARD.items()):
+def probe(backend, args) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """A primitive search of its own on each hard variant and on the standard distribution, and
+    each search's answer run on the held-out episodes of every one of them. Returns (per hard
+    variant: its own answer's success there; per answer: its success on each set)."""
+    sets = {**HARD, STANDARD: {}}
+    answers = {}
+    for i, (name, overrides) in enumerate(sets.items()):
         tasks = TaskDistribution.for_skill("scoop", **overrides)
-        result = PrimitiveSearch(tasks, backend, seed=i).run(args.probe, target=0.9, select_trials=50)
-        trajs = evaluate_params(result.best_params, tasks, backend, args.hard, seed=HELD_OUT_SEED + i)
-        out[name] = float(np.mean([t.success for t in trajs]))
-        print(f"probe {name}: a search of its own reaches {out[name]:.0%}", flush=True)
-    return out
+        answers[name] = PrimitiveSearch(tasks, backend, seed=i).run(args.probe, target=0.9, select_trials=50)
+    cross: dict[str, dict[str, float]] = {}
+    for name, result in answers.items():
+        cross[name] = {}
+        for i, (target, overrides) in enumerate(sets.items()):
+            tasks = TaskDistribution.for_skill("scoop", **overrides)
+            trajs = evaluate_params(result.best_params, tasks, backend, args.hard, seed=HELD_OUT_SEED + i)
+            cross[name][target] = float(np.mean([t.success for t in trajs]))
+        print(f"probe {name}: a search of its own reaches {cross[name][name]:.0%}", flush=True)
+    return {v: cross[v][v] for v in HARD}, cross
 
 
 def evaluate_arm(run_dir: Path, backend, args) -> dict:
@@ -170,10 +181,10 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     results: dict[str, dict[int, dict]] = {}
-    probed = {}
+    probed, cross = {}, {}
     if args.probe:
         with LocalBackend(workers=args.workers) as backend:
-            probed = probe(backend, args)
+            probed, cross = probe(backend, args)
     for seed in args.seeds:
         for arm in args.arms:
             run_dir = args.out / f"{arm}_seed{seed}"
@@ -221,6 +232,14 @@ def main() -> None:
             + " | | |"
         )
         results["probe"] = probed
+        sets = [*HARD, STANDARD]
+        print("\nEach search's answer (rows) run on every set's held-out episodes (columns):\n")
+        print("| the answer of a search on | " + " | ".join(sets) + " | mean of the hard set |")
+        print("|---|" + "--:|" * (len(sets) + 1))
+        for name, row in cross.items():
+            hard = np.mean([row[v] for v in HARD])
+            print(f"| {name} | " + " | ".join(f"{row[v]:.0%}" for v in sets) + f" | {hard:.1%} |")
+        results["probe_cross"] = cross
     (args.out / "report.json").write_text(json.dumps(results, indent=1))
 
 

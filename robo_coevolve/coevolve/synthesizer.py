@@ -5,21 +5,25 @@ One ``evolve`` round over a ``TaskPool``:
 1. **signals** per variant (``signals.weakness``): forgetting, boundary and deficit (below the
    whole pool's recent success rate) from its outcomes, rarity of its point in the ``TaskSpace``
    among the points trials visited;
-2. **proposals**: for the weakest variants, perturbations of their parameters (Gaussian steps in
-   the unit cube, clipped to the space's bounds); and points of the space's rarest regions (the
-   least visited of a batch of uniform draws);
+2. **proposals**: the rarest one-parameter steps from the variants (the least visited points
+   one parameter of one variant ``rare_step`` away), validated first; then, for the weakest
+   variants, perturbations of their parameters (Gaussian steps in the unit cube, clipped to the
+   space's bounds);
 3. **validation**, in order, each candidate stopping at the first failure:
    - the TaskSpec itself (``TaskSpecError``: e.g. an egg off the pan) -> rejected;
    - ``check_physics`` (penetration, non-finite state, an egg that will not stay put) -> rejected;
-   - **solvability**: ``solve_trials`` primitive trials around the node's known modes; at least
-     one success admits it, else it is set aside and retried in later rounds (at most
-     ``max_retries`` times), when the modes have moved on;
+   - **solvability**: ``solve_trials`` primitive trials around the node's known modes, every
+     other one from the candidate's own search (``PoolEntry.own_mode``: its best trials so far,
+     or before it has 8, its parent variant's); at least one success admits it, else it is set
+     aside with its trials' scores and retried in later rounds (``max_retries`` tries in all),
+     when the modes have moved on and its own search has more to go on;
 4. **weights**: every variant gets ``floor + weakness``; a variant mastered recently (success
    >= ``mastered`` over its last iteration) gets ``floor``; the node's own distribution (entry 0)
    keeps at least ``seed_share`` of the sampling mass, so the standard tasks are never starved.
 
 The successes of the solvability trials are real trials on the new variants: ``evolve`` returns
-them, for the caller to refine like any other success.
+them, for the caller to refine like any other success. ``promote`` picks the variants' own
+motions that solve what the node's modes do not, for the caller to add to the node's modes.
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ class TaskSynthesizer:
         rare_step: how far a rare proposal moves one parameter of a variant, unit-cube units.
         solve_trials: primitive trials per solvability check.
         jitter: unit-cube standard deviation of those primitives around the modes.
-        max_retries: solvability checks of a set-aside candidate before it is dropped.
+        max_retries: solvability checks of a candidate before it is dropped.
         signal_weights: weights of forgetting, boundary, rarity and deficit in a variant's
             weakness (three: no deficit, as before it existed).
         bandwidth: kernel width of the rarity estimate, unit-cube RMS distance.
@@ -109,7 +113,7 @@ class TaskSynthesizer:
     rare_step: float = 0.3
     solve_trials: int = 8
     jitter: float = 0.03
-    max_retries: int = 2
+    max_retries: int = 3
     signal_weights: Sequence[float] = (1.0, 1.0, 0.5, 2.0)
     bandwidth: float = 0.1
     floor: float = 0.1
@@ -325,34 +329,39 @@ class TaskSynthesizer:
         which = np.arange(self.solve_trials) % len(modes)
         centres = np.asarray(modes, np.float64)[which]
         params = np.clip(centres + rng.normal(0.0, self.jitter, centres.shape), 0.0, 1.0)
+        # Every other trial runs the candidate's own search: refitted to its best trials so far
+        # (a set-aside candidate keeps them for its retries), or before it has enough, its
+        # parent variant's (the motion that makes a step away from the parent solvable).
+        own = PoolEntry(tasks, elites=[(float(v), list(p)) for v, p in cand.get("elites", [])])
         parent = pool.entries[cand["parent"]] if cand["parent"] < len(pool) else None
-        if parent is not None and parent.own_mode() is not None:
-            # Transfer: every other trial runs the parent variant's own search (its motion is
-            # what makes a step away from it solvable: an egg 10 g heavier than one it solves).
+        search = own if own.own_mode() is not None else parent
+        if search is not None and search.own_mode() is not None:
             which[1::2] = OWN
             for j in range(1, self.solve_trials, 2):
-                params[j] = parent.sample_own(rng, self.jitter)
+                params[j] = search.sample_own(rng, self.jitter)
         trials = [
             Trial(t, PrimitivePlan(p), {"iteration": iteration, "source": "synthesis"})
             for t, p in zip(drawn, params, strict=True)
         ]
         trajs = backend.run_trials(trials)
         report.validation_trials += len(trajs)
+        for t, p in zip(trajs, params, strict=True):
+            own.add_elite(trial_score(t.outcome), p)
         wins = [t for t in trajs if t.success]
         if not wins:
             for t in trajs:  # visited all the same: the rare signal moves on
                 pool.visit(self.space.features(t.task))
-            cand = {**cand, "tries": cand["tries"] + 1}
+            cand = {**cand, "tries": cand["tries"] + 1, "elites": [[v, p] for v, p in own.elites]}
             if cand["tries"] < self.max_retries:
                 pool.set_aside.append(cand)
                 report.set_aside += 1
             return []
         origin = "adversary" if cand["why"] == "adversary" else "synthesized"
-        index = pool.add(
-            PoolEntry(tasks, weight=self.floor, origin=origin, parent=cand["parent"], iteration=iteration)
+        entry = PoolEntry(
+            tasks, self.floor, origin, parent=cand["parent"], iteration=iteration, elites=own.elites
         )
-        for t, m, p in zip(trajs, which, params, strict=True):
-            point = self.space.features(t.task)
-            pool.record(index, t.success, iteration, point, mode=int(m), elite=(trial_score(t.outcome), p))
+        index = pool.add(entry)
+        for t, m in zip(trajs, which, strict=True):
+            pool.record(index, t.success, iteration, self.space.features(t.task), mode=int(m))
         report.admitted += 1
         return wins

@@ -78,6 +78,7 @@ def test_an_unsolved_candidate_is_set_aside_retried_and_dropped(backend):
     synth = TaskSynthesizer(rare_proposals=0, proposals_per_weak=1, solve_trials=4, max_retries=2)
     report, _ = synth.evolve(pool, useless, backend, np.random.default_rng(0), iteration=2)
     assert report.set_aside == 1 and len(pool.set_aside) == 1 and len(pool) == 1
+    assert len(pool.set_aside[0]["elites"]) == 4  # its retries search from its best trials
     synth = TaskSynthesizer(rare_proposals=0, proposals_per_weak=0, solve_trials=4, max_retries=2)
     report, _ = synth.evolve(pool, useless, backend, np.random.default_rng(0), iteration=3)
     assert report.retried == 1 and report.set_aside == 0 and not pool.set_aside  # second failure: dropped
