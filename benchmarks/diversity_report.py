@@ -1,12 +1,12 @@
 """The library's diversity over iterations, with the refiner's novelty pressure on and off.
 
-    python benchmarks/diversity_report.py RUN_DIR [--iterations 6] [--trials 300]
+    python benchmarks/diversity_report.py RUN_DIR [--iterations 6] [--trials 300] [--schedule KEY=VALUE ...]
 
 Replays the data side of the evolution loop of a finished run (``python -m robo_coevolve ...``):
 both libraries start from the run's first-iteration segments; then each iteration k runs the
 loop's exploration with the run's own policy checkpoint of iteration k - 1 (the last one for
 iterations past the run), its schedule (noisy policy episodes and primitives around the search's
-modes, ``explore.schedule``) and fresh seeds, refines the successes once (filters, core segment,
+modes, ``explore.schedule``, with any ``--schedule`` overrides) and fresh seeds, refines the successes once (filters, core segment,
 smoothing, replay), and stores them into two libraries:
 
 - **penalty on**: through the run's novelty gate (``refine.novelty``: rank by
@@ -32,6 +32,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import hydra  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
 
 from robo_coevolve.evolve.run_state import RunState, checkpoint_name  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
@@ -53,12 +54,21 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=300, help="per iteration")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--schedule",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="overrides of the run's explore.schedule, e.g. primitive_share=0 'temperatures=[0.0]' "
+        "(the policy alone, without noise: exploitation)",
+    )
     args = ap.parse_args()
     torch.set_num_threads(1)
     state = RunState.load(args.run_dir)
     cfg = state.config
     node = SkillTree.from_config(cfg["skill_tree"]["nodes"]).node(args.node)
-    schedule = hydra.utils.instantiate(cfg["explore"]["schedule"])
+    overrides = OmegaConf.from_dotlist(args.schedule)
+    schedule = hydra.utils.instantiate(OmegaConf.merge(cfg["explore"]["schedule"], overrides))
     refine_cfg = copy.deepcopy(cfg["refine"])
     gate = NoveltyGate(**refine_cfg["novelty"])
     refine_cfg["novelty"] = {"min_distance": 0.0, "penalty": 0.0, "scale": gate.scale}
