@@ -17,6 +17,8 @@ One ``evolve`` round over a ``TaskPool``:
      or before it has 8, its parent variant's); at least one success admits it, else it is set
      aside with its trials' scores and retried in later rounds (``max_retries`` tries in all),
      when the modes have moved on and its own search has more to go on;
+   - **too easy**: the trials around the node's modes succeed more than ``too_easy`` of the
+     time -> rejected (its trials still count);
 4. **weights**: every variant gets ``floor + weakness``; a variant mastered recently (success
    >= ``mastered`` over its last iteration) gets ``floor``; the node's own distribution (entry 0)
    keeps at least ``seed_share`` of the sampling mass, so the standard tasks are never starved.
@@ -60,6 +62,7 @@ class SynthesisReport:
     proposed: int = 0
     invalid_spec: int = 0
     invalid_physics: int = 0
+    too_easy: int = 0
     set_aside: int = 0
     retried: int = 0
     admitted: int = 0
@@ -88,6 +91,9 @@ class TaskSynthesizer:
         solve_trials: primitive trials per solvability check.
         jitter: unit-cube standard deviation of those primitives around the modes.
         max_retries: solvability checks of a candidate before it is dropped.
+        too_easy: a candidate the node's own modes solve in more than this share of their
+            solvability trials is rejected: they already solve it, so it teaches them nothing
+            (1: none rejected; POET's minimal criterion, its upper bound).
         signal_weights: weights of forgetting, boundary, rarity and deficit in a variant's
             weakness (three: no deficit, as before it existed).
         bandwidth: kernel width of the rarity estimate, unit-cube RMS distance.
@@ -114,6 +120,7 @@ class TaskSynthesizer:
     solve_trials: int = 8
     jitter: float = 0.03
     max_retries: int = 3
+    too_easy: float = 1.0
     signal_weights: Sequence[float] = (1.0, 1.0, 0.5, 2.0)
     bandwidth: float = 0.1
     floor: float = 0.1
@@ -140,6 +147,7 @@ class TaskSynthesizer:
             "solve_trials": (self.solve_trials >= 1, ">= 1"),
             "jitter": (self.jitter >= 0, ">= 0"),
             "max_retries": (self.max_retries >= 1, ">= 1"),
+            "too_easy": (0 < self.too_easy <= 1, "in (0, 1]"),
             "bandwidth": (self.bandwidth > 0, "> 0"),
             "floor": (self.floor > 0, "> 0"),
             "mastered": (0 < self.mastered <= 1, "in (0, 1]"),
@@ -348,9 +356,15 @@ class TaskSynthesizer:
         for t, p in zip(trajs, params, strict=True):
             own.add_elite(trial_score(t.outcome), p)
         wins = [t for t in trajs if t.success]
-        if not wins:
+        by_modes = [t.success for t, m in zip(trajs, which, strict=True) if m != OWN]
+        too_easy = bool(by_modes) and float(np.mean(by_modes)) > self.too_easy
+        if too_easy or not wins:
             for t in trajs:  # visited all the same: the rare signal moves on
                 pool.visit(self.space.features(t.task))
+        if too_easy:
+            report.too_easy += 1
+            return wins  # real successes all the same, of a task not kept
+        if not wins:
             cand = {**cand, "tries": cand["tries"] + 1, "elites": [[v, p] for v, p in own.elites]}
             if cand["tries"] < self.max_retries:
                 pool.set_aside.append(cand)

@@ -84,6 +84,23 @@ def test_an_unsolved_candidate_is_set_aside_retried_and_dropped(backend):
     assert report.retried == 1 and report.set_aside == 0 and not pool.set_aside  # second failure: dropped
 
 
+def test_a_candidate_the_node_modes_already_solve_is_too_easy(backend, scoop_modes):
+    def retry(synth):
+        pool = TaskPool.seeded(TaskDistribution.for_skill("scoop"))
+        task = TaskSpec.for_skill("scoop").replace(seed=0).to_dict()  # the standard egg itself
+        pool.set_aside.append({"task": task, "parent": 0, "why": "weak", "tries": 1})
+        report, wins = synth.evolve(pool, scoop_modes, backend, np.random.default_rng(0), iteration=2)
+        return pool, report, wins
+
+    synth = TaskSynthesizer(rare_proposals=0, proposals_per_weak=0, solve_trials=8)
+    pool, report, wins = retry(synth)
+    solved = np.mean([s for _, s in pool.entries[1].outcomes])
+    assert report.admitted == 1 and solved >= 0.5  # the modes solve it: admitted by default
+    pool, report, easy = retry(replace(synth, too_easy=solved - 0.01))
+    assert report.too_easy == 1 and report.admitted == 0 and len(pool) == 1 and not pool.set_aside
+    assert len(easy) == len(wins) and len(pool.visits) == 8  # its trials are kept all the same
+
+
 def test_rare_proposals_step_one_parameter_into_the_least_visited_side(backend):
     pool = TaskPool.seeded(TaskDistribution.for_skill("scoop"))
     space = TaskSpace({"egg_x": (-0.05, 0.05), "egg_mass": (0.025, 0.1)})
