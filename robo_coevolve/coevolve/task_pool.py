@@ -112,8 +112,9 @@ class PoolEntry:
         primitive trials: a Gaussian refitted to its best trial so far and the others of its
         ``OWN_ELITES`` best that lie within ``radius`` (RMS distance per parameter) of it, so
         the fit never lands between two solution modes (``MixtureCEM``), its spread floored at
-        ``min_std``. The node's modes come from the standard egg; an 80 g egg slides off all of
-        them (0-5%), and 160 trials of this search reached 85% there (README, CoEvolve)."""
+        ``min_std``. The node's modes come from the standard egg, and an 80 g egg slides off all
+        of them; this search solves it within a few rounds of trials
+        (``tests/coevolve/test_synthesizer.py``)."""
         if len(self.elites) < OWN_ELITES:
             return None
         x = np.array([p for _, p in self.elites[:OWN_ELITES]])
