@@ -1,13 +1,14 @@
 """The library's diversity over iterations, with the refiner's novelty pressure on and off.
 
-    python benchmarks/diversity_report.py RUN_DIR [--iterations 6] [--trials 300] [--schedule KEY=VALUE ...]
+    python benchmarks/diversity_report.py RUN_DIR [--iterations 6] [--trials 300] \
+        [--schedule KEY=VALUE ...]
 
 Replays the data side of the evolution loop of a finished run (``python -m robo_coevolve ...``):
 both libraries start from the run's first-iteration segments; then each iteration k runs the
 loop's exploration with the run's own policy checkpoint of iteration k - 1 (the last one for
 iterations past the run), its schedule (noisy policy episodes and primitives around the search's
-modes, ``explore.schedule``, with any ``--schedule`` overrides) and fresh seeds, refines the successes once (filters, core segment,
-smoothing, replay), and stores them into two libraries:
+modes, ``explore.schedule``, with any ``--schedule`` overrides) and fresh seeds, refines the
+successes once (filters, core segment, smoothing, replay), and stores them into two libraries:
 
 - **penalty on**: through the run's novelty gate (``refine.novelty``: rank by
   ``success - penalty * similarity``, admit at ``min_distance`` or more from all stored);
