@@ -1,7 +1,6 @@
 """The library's diversity over iterations, with the refiner's novelty pressure on and off.
 
-    python benchmarks/diversity_report.py RUN_DIR [--iterations 6] [--trials 300] \
-        [--schedule KEY=VALUE ...]
+    python benchmarks/diversity_report.py RUN_DIR [--iterations 6] [--trials 300] [--schedule K=V ...]
 
 Replays the data side of the evolution loop of a finished run (``python -m robo_coevolve ...``):
 both libraries start from the run's first-iteration segments; then each iteration k runs the
