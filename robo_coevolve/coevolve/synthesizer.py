@@ -342,8 +342,8 @@ class TaskSynthesizer:
         # parent variant's (the motion that makes a step away from the parent solvable).
         own = PoolEntry(tasks, elites=[(float(v), list(p)) for v, p in cand.get("elites", [])])
         parent = pool.entries[cand["parent"]] if cand["parent"] < len(pool) else None
-        search = own if own.own_mode() is not None else parent
-        if search is not None and search.own_mode() is not None:
+        search = own if own.has_own_search else parent
+        if search is not None and search.has_own_search:
             which[1::2] = OWN
             for j in range(1, self.solve_trials, 2):
                 params[j] = search.sample_own(rng, self.jitter)

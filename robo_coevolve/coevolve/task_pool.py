@@ -91,7 +91,7 @@ class PoolEntry:
         of that arm's trials here. A mode that solves the standard egg may not solve a 30 g one
         (one run's modes: 13%, 17% and 77% of 30 g eggs), and one can be dead everywhere;
         untried arms keep being tried."""
-        arms = n_modes + (self.own_mode() is not None)
+        arms = n_modes + self.has_own_search
         wins, losses = np.zeros(arms), np.zeros(arms)
         for _, m, s in self.mode_outcomes:
             a = n_modes if m == OWN else m
@@ -107,6 +107,11 @@ class PoolEntry:
         self.elites.sort(key=lambda e: -e[0])
         del self.elites[ELITES_KEPT:]
 
+    @property
+    def has_own_search(self) -> bool:
+        """Whether the variant has enough scored primitive trials for ``own_mode``."""
+        return len(self.elites) >= OWN_ELITES
+
     def own_mode(self, min_std: float = 0.03, radius: float = 0.2) -> tuple[np.ndarray, np.ndarray] | None:
         """(mean, std) of the variant's own search, None before it has ``OWN_ELITES`` scored
         primitive trials: a Gaussian refitted to its best trial so far and the others of its
@@ -115,7 +120,7 @@ class PoolEntry:
         ``min_std``. The node's modes come from the standard egg, and an 80 g egg slides off all
         of them; this search solves it within a few rounds of trials
         (``tests/coevolve/test_synthesizer.py``)."""
-        if len(self.elites) < OWN_ELITES:
+        if not self.has_own_search:
             return None
         x = np.array([p for _, p in self.elites[:OWN_ELITES]])
         near = x[np.sqrt(((x - x[0]) ** 2).mean(axis=1)) <= radius]
@@ -123,12 +128,11 @@ class PoolEntry:
 
     def sample_own(self, rng: np.random.Generator, min_std: float = 0.03) -> np.ndarray:
         """Parameters for one trial of the variant's own search (``own_mode``), in the unit cube."""
-        fit = self.own_mode(min_std)
-        if fit is None:
+        if not self.has_own_search:
             raise ValueError(
                 f"no own search on this variant yet: it needs {OWN_ELITES} scored primitive trials"
             )
-        mean, std = fit
+        mean, std = self.own_mode(min_std)
         return np.clip(mean + std * rng.standard_normal(mean.shape), 0.0, 1.0)
 
     def own_success(self, iteration: int) -> tuple[float | None, int, float | None]:
