@@ -71,6 +71,7 @@ class SynthesisReport:
     weak: list[dict[str, Any]] = field(default_factory=list)
     reasons: dict[str, int] = field(default_factory=dict)
     adversary: dict[str, Any] | None = None  # the adversary's round (``AdversaryRound.to_dict``)
+    answer: dict[str, Any] | None = None  # an answer search's round (``AnswerRound.to_dict``)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))

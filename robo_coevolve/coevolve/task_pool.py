@@ -199,6 +199,7 @@ class TaskPool:
         # Feature points (unit cube of a TaskSpace) of the concrete tasks trials ran on.
         self.visits: list[list[float]] = []
         self.set_aside: list[dict[str, Any]] = []  # candidates not yet shown solvable, to retry
+        self.searched: list[int] = []  # variants an AnswerSearch has searched on
 
     @classmethod
     def seeded(cls, tasks: TaskDistribution, **kwargs: Any) -> TaskPool:
@@ -284,6 +285,7 @@ class TaskPool:
             "entries": [e.to_dict() for e in self.entries],
             "visits": self.visits,
             "set_aside": self.set_aside,
+            "searched": self.searched,
         }
 
     @classmethod
@@ -293,6 +295,7 @@ class TaskPool:
         pool = cls([PoolEntry.from_dict(e) for e in data["entries"]], int(data["visits_kept"]))
         pool.visits = [list(map(float, v)) for v in data["visits"]]
         pool.set_aside = list(data["set_aside"])
+        pool.searched = [int(i) for i in data.get("searched", [])]  # absent before answer searches
         return pool
 
     def save(self, path: str | Path) -> Path:

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from robo_coevolve.coevolve import TaskAdversary, TaskPool, TaskSynthesizer
+from robo_coevolve.coevolve import AnswerSearch, TaskAdversary, TaskPool, TaskSynthesizer
 from robo_coevolve.evolve import plots
 from robo_coevolve.evolve.run_state import (
     CHECKPOINTS,
@@ -223,14 +223,19 @@ class CoEvolveSettings:
     distribution (uniform sampling). With an ``adversary`` too (the adversarial curriculum), each
     round also searches the task parameters for what the current policy fails and offers those
     tasks to the synthesizer, whose checks they must pass like any other (its policy episodes
-    count in the iteration's trials). Evaluation tasks are the node's own held-out ones either way."""
+    count in the iteration's trials). With an ``answer`` search, a variant no motion solves gets a
+    primitive search of its own, whose answer becomes the node's when it solves that variant
+    without losing the node's own tasks; its demonstrations then compete as the iteration's
+    examples (``AnswerSearch``). Evaluation tasks are the node's own held-out ones either way."""
 
     synthesizer: TaskSynthesizer | None = None
     adversary: TaskAdversary | None = None
+    answer: AnswerSearch | None = None
 
     def __post_init__(self) -> None:
-        if self.adversary is not None and self.synthesizer is None:
-            raise ValueError("coevolve.adversary needs coevolve.synthesizer (use coevolve=adversarial)")
+        for name in ("adversary", "answer"):
+            if getattr(self, name) is not None and self.synthesizer is None:
+                raise ValueError(f"coevolve.{name} needs coevolve.synthesizer (use coevolve=adversarial)")
 
     @property
     def enabled(self) -> bool:
@@ -396,15 +401,18 @@ class EvolutionLoop:
         log.info("iteration %d: %s", k, node.name)
 
         # 0. co-evolve the tasks (after the node's first search), then 1-2. explore, scored by physics
-        synthesis, made = self._synthesize(node, info, rng, k)
+        synthesis, made, shown = self._synthesize(node, info, rng, k)
         contenders, explored = self._explore(node, info, rng, k, synthesis)
+        sources = {name: made + found for name, found in contenders.items()}
+        if shown:  # a newly adopted answer's demonstrations compete with what exploration found
+            sources = {"answer": shown, **sources}
         # 3-4. refine, and store (when example sets compete, the winner's, after step 5)
         bank = [m["meta"]["features"] for m in self.library.metadata(node.skill) if "features" in m["meta"]]
         refined = {
             name: self.refiner.refine(
-                (made + found)[-self.refine_successes :], np.array(bank) if bank else None, iteration=k
+                found[-self.refine_successes :], np.array(bank) if bank else None, iteration=k
             )
-            for name, found in contenders.items()
+            for name, found in sources.items()
         }
         if len(refined) == 1:
             segments, report = next(iter(refined.values()))
@@ -522,10 +530,11 @@ class EvolutionLoop:
 
     def _synthesize(self, node: SkillNode, info: dict, rng: np.random.Generator, k: int):
         """One synthesis round on the node's pool once its first search found modes: (report,
-        the successes of its solvability trials); (None, []) when off or before that."""
+        the successes of its solvability trials, those of an answer adopted this round's
+        demonstrations); (None, [], []) when off or before that."""
         pool = self._pool(node)
         if pool is None or info["modes"] is None:
-            return None, []
+            return None, [], []
         synth, adversary = self.coevolve.synthesizer, self.coevolve.adversary
         promoted = synth.promote(pool, info["modes"], k - 1)
         if promoted:  # a variant's own motion becomes one of the node's modes (state, below)
@@ -548,6 +557,18 @@ class EvolutionLoop:
         if attack is not None:
             report.adversary = attack.to_dict()
             report.validation_trials += attack.episodes
+        shown = []
+        if self.coevolve.answer is not None:
+            found = self.coevolve.answer.run(
+                pool, node.distribution(), np.asarray(info["best_params"]), self.backend, rng
+            )
+            if found is not None:
+                report.answer = found.to_dict()
+                report.validation_trials += found.trials
+                if found.adopted:  # the node's answer from now on, and one more mode
+                    info["best_params"] = found.params
+                    info["modes"] = [*info["modes"], found.params]
+                    shown = found.examples
         log.info(
             "iteration %d: %s task pool %d variants (+%d; %d invalid, %d set aside, %d validation trials)",
             k,
@@ -558,7 +579,7 @@ class EvolutionLoop:
             report.set_aside,
             report.validation_trials,
         )
-        return report, successes
+        return report, successes, shown
 
     def _draw(self, node: SkillNode, rng: np.random.Generator, n: int) -> tuple[list, list[int | None]]:
         """``n`` exploration tasks and the pool entry each came from (None: the node's own

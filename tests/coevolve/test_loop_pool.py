@@ -18,9 +18,12 @@ from robo_coevolve.library import SkillLibrary
 
 # Scoop is never mastered, so iterations 2 and 3 run synthesis on its pool after the search; with
 # grip 1.0 they explore with primitives whatever the tiny policy scores (2 of 8 tasks on one CPU,
-# 1 on another), so the pool's trials do not hinge on the last bits of a training run.
+# 1 on another), so the pool's trials do not hinge on the last bits of a training run. The answer
+# search takes any variant (bar 1.0) once it has 2 primitive trials: iteration 3 runs one.
 TINY = [
     "coevolve=default",
+    "coevolve.answer={_target_: robo_coevolve.coevolve.AnswerSearch, trials: 100, population: 20,"
+    " select_trials: 5, min_trials: 2, bar: 1.0, check: 10, demos: 20, max_searches: 1}",
     "explore.schedule.grip=1.0",
     "explore.budget=150",
     "explore.population=50",
@@ -90,6 +93,29 @@ def test_the_pool_feeds_exploration_and_is_saved_with_the_run(uninterrupted):
     assert sum(len(e.elites) for e in pool.entries) >= min(ELITES_KEPT, primitive)
     # only the committed iteration's pool is kept
     assert sorted(p.name for p in (uninterrupted / "coevolve").iterdir()) == ["scoop_0003.json"]
+
+
+def test_the_answer_search_runs_once_and_its_trials_count(uninterrupted):
+    rows = metrics(uninterrupted)
+    assert rows[1]["explore"]["coevolve"]["answer"] is None  # no variant had 2 mode trials yet
+    answer = rows[2]["explore"]["coevolve"]["answer"]
+    assert (
+        answer["trials"] >= 100 + 2 * 2 * 10
+        and answer["trials"] <= rows[2]["explore"]["coevolve"]["validation_trials"]
+    )
+    assert TaskPool.load(uninterrupted / RunState.load(uninterrupted).pools["scoop"]).searched == [
+        answer["target"]
+    ]
+    node = RunState.load(uninterrupted).nodes["scoop"]
+    assert answer["adopted"] == (
+        answer["rates"]["answer"]["variant"] > answer["rates"]["node"]["variant"]
+        and answer["rates"]["answer"]["own"] >= answer["rates"]["node"]["own"] - 0.05
+    )
+    if answer["adopted"]:  # the node's answer and a mode now; its demonstrations competed
+        assert node["best_params"] == node["modes"][-1] and answer["demos"] == 20
+        assert rows[2]["explore"]["examples"] in ("answer", "explored")
+    else:
+        assert answer["demos"] == 0 and "examples" not in rows[2]["explore"]
 
 
 def test_the_pool_survives_a_sigkill_and_resume(uninterrupted, tmp_path):
