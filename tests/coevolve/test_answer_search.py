@@ -12,22 +12,26 @@ from robo_coevolve.task_distribution import TaskDistribution
 
 
 def pool_with(rates: list[tuple[int, float]]) -> TaskPool:
-    """A pool whose variant i ran n primitive trials, its best arm solving the given share of
-    them (mode 0), its other arm (its own search) none."""
+    """A pool whose variant i ran n primitive trials, the given share of them successes: half
+    around mode 0, half from its own search."""
     pool = TaskPool.seeded(TaskDistribution.for_skill("scoop"))
     for _ in rates[1:]:
         pool.add(PoolEntry(TaskDistribution.for_skill("scoop", egg_mass=0.07)))
     for i, (n, rate) in enumerate(rates):
         wins = int(round(n * rate))
         for j in range(n):
-            pool.record(i, j < wins, 1, mode=0)
-            pool.record(i, False, 1, mode=OWN)
+            pool.record(i, j < wins, 1, mode=OWN if j % 2 else 0)
     return pool
 
 
 def test_the_target_is_the_least_solved_variant_under_the_bar_with_enough_trials():
-    # variant 1 is solved most; 2 least among those with 8 trials; 3 has too few to judge
+    # variant 0 is solved; 2 least among those with 8 trials; 3 has too few to judge
     pool = pool_with([(10, 0.5), (10, 0.1), (10, 0.0), (3, 0.0)])
+    # one lucky arm does not hide a variant the rest of its trials fail: 1 of 4 own, 0 of 16
+    lucky = TaskPool.seeded(TaskDistribution.for_skill("scoop", egg_mass=0.078))
+    for j in range(20):
+        lucky.record(0, j == 0, 1, mode=OWN if j < 4 else j % 3)
+    assert AnswerSearch(bar=0.2).target(lucky) == 0
     search = AnswerSearch(bar=0.2, min_trials=8, max_searches=2)
     assert search.target(pool) == 2
     pool.searched.append(2)
