@@ -8,7 +8,9 @@ every node is mastered, on the first mastered node whose success has since falle
    reliable there, those successes, not the search's noisy ones, are refined; if not, with
    ``TrainSettings.compare_examples``, a clone of each set decides which); later iterations
    split their trials between primitives around the modes found and the policy's own episodes
-   with correlated noise (``ExploreSchedule``);
+   with correlated noise (``ExploreSchedule``); with co-evolution on (``CoEvolveSettings``), they
+   draw their tasks from the node's task pool, grown first, and an answer adopted there by an
+   ``AnswerSearch`` demonstrates on the pool, its successes competing like the first search's;
 2. **score** is the simulator's: every trial comes back with its physics verdict;
 3. **refine**: the successes' core segments, smoothed, replayed, novelty-gated (``Refiner``);
 4. **store**: into the run's ``SkillLibrary``;
@@ -530,8 +532,8 @@ class EvolutionLoop:
 
     def _synthesize(self, node: SkillNode, info: dict, rng: np.random.Generator, k: int):
         """One synthesis round on the node's pool once its first search found modes: (report,
-        the successes of its solvability trials, those of an answer adopted this round's
-        demonstrations); (None, [], []) when off or before that."""
+        the successes of its solvability trials, the successes of the demonstrations of an
+        answer adopted this round); (None, [], []) when off or before that."""
         pool = self._pool(node)
         if pool is None or info["modes"] is None:
             return None, [], []
