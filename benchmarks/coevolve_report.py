@@ -21,6 +21,11 @@ the loops never used. Printed: success per arm on each, trials spent, and the li
 (mean pairwise feature distance of stored segments, ``refine.novelty.mean_pairwise_distance``)
 after each iteration. Arms already run in ``--out`` are reused, so the command resumes.
 
+Synthesis trials beyond an iteration's share (an answer search's, ``coevolve=adversarial``) are
+not cut, so such an arm may spend more trials in its iterations than uniform sampling does in
+as many. ``--match ARM`` runs ARM first on each seed, then every other arm on the same seed
+until it has spent exactly as many trials (``budget.trials``, up to 3x ``--iterations``).
+
 With ``--probe N``, each hard variant first gets a primitive search of its own (``N`` trials,
 the loop's search settings) whose answer runs on the variant's held-out episodes: the proof that
 every variant is solvable, and how far a method that knew the variant gets. The standard
@@ -89,8 +94,9 @@ def loop_overrides(args) -> list[str]:
     ]
 
 
-def run_arm(run_dir: Path, arm: str, seed: int, args) -> float:
-    """Run (or resume) one arm's loop; returns its wall time in s (0 when it was already done)."""
+def run_arm(run_dir: Path, arm: str, seed: int, args, trials: int | None = None) -> float:
+    """Run (or resume) one arm's loop, until ``trials`` trials when given; returns its wall time
+    in s (0 when it was already done)."""
     if (run_dir / "summary.json").is_file():
         return 0.0
     cmd = [
@@ -102,6 +108,8 @@ def run_arm(run_dir: Path, arm: str, seed: int, args) -> float:
         *ARMS[arm],
         *loop_overrides(args),
     ]
+    if trials is not None:
+        cmd += [f"budget.trials={trials}", f"budget.iterations={3 * args.iterations}"]
     print("$", " ".join(cmd[1:]), flush=True)
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -178,7 +186,13 @@ def main() -> None:
         "--probe", type=int, default=0, help="trials of a primitive search per hard variant (0: none)"
     )
     ap.add_argument("--extra", nargs="*", default=[], help="further loop overrides for every arm")
+    ap.add_argument(
+        "--match", choices=sorted(ARMS), help="run this arm first; the others until they spent its trials"
+    )
     args = ap.parse_args()
+    if args.match and args.match not in args.arms:
+        ap.error(f"--match {args.match} is not one of --arms {' '.join(args.arms)}: add it there")
+    arms = sorted(args.arms, key=lambda a: a != args.match)  # the matched arm first
     torch.set_num_threads(1)
     results: dict[str, dict[int, dict]] = {}
     probed, cross = {}, {}
@@ -186,9 +200,11 @@ def main() -> None:
         with LocalBackend(workers=args.workers) as backend:
             probed, cross = probe(backend, args)
     for seed in args.seeds:
-        for arm in args.arms:
-            run_dir = args.out / f"{arm}_seed{seed}"
-            wall = run_arm(run_dir, arm, seed, args)
+        for arm in arms:
+            trials = None if args.match in (None, arm) else results[args.match][seed]["trials"]
+            name = arm if trials is None else f"{arm}_{trials}trials"
+            run_dir = args.out / f"{name}_seed{seed}"
+            wall = run_arm(run_dir, arm, seed, args, trials)
             cache = run_dir / "report.json"
             res = json.loads(cache.read_text()) if cache.is_file() else {}
             if set(res.get("hard_variants", ())) != set(HARD) or res.get("hard_episodes") != args.hard:
@@ -199,7 +215,7 @@ def main() -> None:
                 cache.write_text(json.dumps(res, indent=1))
             results.setdefault(arm, {})[seed] = res
             print(
-                f"{arm} seed {seed}: hard {res['hard']:.1%} standard {res['standard']:.1%} "
+                f"{arm} seed {seed}, {res['iterations']} iterations: hard {res['hard']:.1%} standard {res['standard']:.1%} "
                 f"trials {res['trials']:,} diversity {[round(d, 3) for d in res['diversity']]}",
                 flush=True,
             )
@@ -217,7 +233,8 @@ def main() -> None:
     for arm, by_seed in results.items():
         rs = list(by_seed.values())
         per = [np.mean([r["hard_variants"][v] for r in rs]) for v in HARD]
-        div = np.mean([r["diversity"] for r in rs], axis=0)
+        n = min(len(r["diversity"]) for r in rs)  # matched arms may run more iterations
+        div = np.mean([r["diversity"][:n] for r in rs], axis=0)
         print(
             f"| {arm} | {np.mean([r['trials'] for r in rs]):,.0f} | {np.mean([r['hard'] for r in rs]):.1%} | "
             f"{np.mean([r['standard'] for r in rs]):.1%} | "

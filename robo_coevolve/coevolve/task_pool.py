@@ -233,7 +233,8 @@ class TaskPool:
         parameters, around that mode with ``jitter`` (standard deviation) or from the variant's
         own search."""
         which = [int(self.entries[i].choose_modes(len(modes), 1, rng)[0]) for i in entries]
-        centres = np.asarray(modes, np.float64)[np.maximum(which, 0)].reshape(len(which), -1)
+        modes = np.asarray(modes, np.float64).reshape(len(modes), -1)
+        centres = modes[np.maximum(np.asarray(which, int), 0)]
         params = np.clip(centres + rng.normal(0.0, jitter, size=centres.shape), 0.0, 1.0)
         for j, (i, m) in enumerate(zip(entries, which, strict=True)):
             if m == OWN:

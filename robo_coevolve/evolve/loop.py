@@ -96,8 +96,13 @@ def selection_score(rates: dict[str, float], bars: dict[str, float]) -> tuple[fl
 
 @dataclass(frozen=True)
 class Budget:
-    """When a run stops: after ``iterations``, after ``minutes`` of wall time (None: no limit),
-    or once the nodes in ``until`` (None: every node) are mastered.
+    """When a run stops: after ``iterations``, after ``minutes`` of wall time, after ``trials``
+    trials (None: no limit), or once the nodes in ``until`` (None: every node) are mastered.
+
+    With ``trials``, an iteration explores at most what is left of it after its synthesis
+    trials, so that the run ends on that count exactly. A node's first search is not cut, nor
+    are synthesis trials (solvability checks, the adversary's episodes, an answer search): a
+    run may end past ``trials`` by those.
 
     With ``consolidate``, mastering them is not yet the end: while any mastered node's latest
     held-out success is below its mastery threshold (training later skills made the policy
@@ -113,6 +118,7 @@ class Budget:
 
     iterations: int = 10
     minutes: float | None = None
+    trials: int | None = None
     until: Sequence[str] | None = None
     consolidate: bool = False
     past_mastery: bool = False
@@ -122,6 +128,8 @@ class Budget:
             raise ValueError(f"budget.iterations={self.iterations} must be >= 1")
         if self.minutes is not None and self.minutes <= 0:
             raise ValueError(f"budget.minutes={self.minutes} must be > 0 or null")
+        if self.trials is not None and self.trials < 1:
+            raise ValueError(f"budget.trials={self.trials} must be >= 1 or null")
         if self.until is not None:
             object.__setattr__(self, "until", tuple(self.until))
         if self.past_mastery and not self.until:
@@ -389,6 +397,8 @@ class EvolutionLoop:
         # (it already counts this session's: adding the session's clock too counted it twice).
         if b.minutes is not None and self.state.elapsed_s >= 60 * b.minutes:
             return "minutes"
+        if b.trials is not None and self.state.trials >= b.trials:
+            return "trials"
         return None
 
     # ----------------------------------------------------------------------- one iteration
@@ -676,12 +686,9 @@ class EvolutionLoop:
             return contenders, out
         n_primitive, n_policy = self.schedule.split(self.tree.latest_success(node.name))
         validation = 0 if synthesis is None else synthesis.validation_trials
-        if validation:
-            # The synthesizer's solvability trials come out of the iteration's trial budget.
-            total = n_primitive + n_policy
-            left = max(total // 2, total - validation)
-            n_primitive = int(round(n_primitive * left / total))
-            n_policy = left - n_primitive
+        n_primitive, n_policy = self.schedule.shrink(
+            n_primitive, n_policy, self._trials_left(n_primitive + n_policy, validation)
+        )
         mode_of = None  # each primitive trial's search mode, when the pool counts them
         if pool is not None:
             # Co-evolution: the primitive/policy split per task variant (ExploreSchedule.primitive_chance),
@@ -735,6 +742,15 @@ class EvolutionLoop:
                 **(synthesis.to_dict() if synthesis is not None else {}),
             }
         return {"explored": successes}, out
+
+    def _trials_left(self, planned: int, validation: int) -> int:
+        """How many of an iteration's ``planned`` exploration trials it runs after ``validation``
+        synthesis trials: those come out of the plan (down to half of it), and with
+        ``budget.trials`` no more than what is left of the run's budget."""
+        left = max(planned // 2, planned - validation)
+        if self.budget.trials is not None:
+            left = min(left, max(0, self.budget.trials - self.state.trials - validation))
+        return left
 
     def _data_sets(self, node: SkillNode) -> dict[str, list]:
         """The node's data sets to clone: its latest ``max_segments`` segments, or with

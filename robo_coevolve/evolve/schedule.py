@@ -80,6 +80,15 @@ class ExploreSchedule:
         n_primitive = int(round(self.primitive_share * self.trials))
         return n_primitive, self.trials - n_primitive
 
+    @staticmethod
+    def shrink(n_primitive: int, n_policy: int, total: int) -> tuple[int, int]:
+        """(primitive trials, policy episodes) cut down to ``total`` in the same proportion
+        (unchanged when ``total`` is not less than their sum)."""
+        if total >= n_primitive + n_policy:
+            return n_primitive, n_policy
+        kept = int(round(n_primitive * total / (n_primitive + n_policy)))
+        return kept, total - kept
+
     def primitive_chance(self, variant_success: float | None) -> float:
         """Chance that a trial on a task variant is a primitive (the node's policy has grip):
         ``weak_variant_share`` where the policy's episodes on the variant last succeeded less

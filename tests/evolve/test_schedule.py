@@ -15,6 +15,14 @@ def test_split_follows_the_policy_grip():
     assert s.split(1.0) == (25, 75)
 
 
+def test_shrink_keeps_the_split_in_proportion():
+    assert ExploreSchedule.shrink(60, 240, 300) == (60, 240)
+    assert ExploreSchedule.shrink(60, 240, 1000) == (60, 240)
+    assert ExploreSchedule.shrink(60, 240, 150) == (30, 120)
+    assert ExploreSchedule.shrink(60, 240, 0) == (0, 0)
+    assert ExploreSchedule.shrink(300, 0, 7) == (7, 0)
+
+
 def test_noise_cycles_the_temperatures_and_zero_means_noise_free():
     s = ExploreSchedule(temperatures=[0.0, 0.05], noise_scale=[1, 1, 0.2, 1, 1])
     assert s.noise(0) is None

@@ -213,6 +213,25 @@ def test_the_minutes_budget_counts_each_iteration_once(tmp_path):
     assert loop._stop_reason() == "minutes"
 
 
+def test_the_trials_budget_cuts_the_last_iteration_and_ends_the_run_on_it(tmp_path):
+    """budget.trials: synthesis trials come out of an iteration's plan (down to half of it), and
+    no iteration explores past what is left of the run's trials; the run stops on reaching it."""
+    from robo_coevolve.evolve.run_state import RunState
+
+    tree = SkillTree.from_config({"scoop": {}})
+    loop = bare_loop(tree, tmp_path, Budget(iterations=100))
+    loop.state = RunState(tree=tree.to_dict(), nodes={}, config={}, trials=10_000)
+    assert [loop._trials_left(300, v) for v in (0, 100, 250)] == [300, 200, 150]
+    loop = bare_loop(tree, tmp_path, Budget(iterations=100, trials=1_500))
+    loop.state = RunState(tree=tree.to_dict(), nodes={}, config={}, trials=1_300)
+    assert [loop._trials_left(300, v) for v in (0, 100, 250)] == [200, 100, 0]
+    assert loop._stop_reason() is None
+    loop.state.trials = 1_500
+    assert loop._stop_reason() == "trials"
+    with pytest.raises(ValueError, match="budget.trials=0 must be >= 1"):
+        Budget(trials=0)
+
+
 def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scooping_weights):
     """With refit, an active node's training clones a fresh policy (its own normalisation, all
     ``train.steps``); consolidating a forgotten mastered node fine-tunes a copy of the kept one
