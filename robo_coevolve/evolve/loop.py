@@ -64,10 +64,11 @@ from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.explore.open_loop import Trial
 from robo_coevolve.explore.plans import PrimitivePlan
 from robo_coevolve.explore.search import PrimitiveSearch, SearchSettings, trial_score
-from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy
+from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy, evaluate_tasks
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
 from robo_coevolve.skill_tree import MASTERED, SkillNode, SkillTree
+from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.video import render_highlights
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,11 @@ def segment_source(meta: dict[str, Any]) -> str:
     """The teacher of a stored segment (``SkillLibrary.metadata(...)["meta"]``): "policy" or
     "primitives"."""
     return "policy" if meta.get("source", {}).get("source") in POLICY_SOURCES else "primitives"
+
+
+def pool_key(node: str) -> str:
+    """The name a node's pool success goes under in selection records (``select_episodes``)."""
+    return f"{node}@pool"
 
 
 def selection_score(rates: dict[str, float], bars: dict[str, float]) -> tuple[float, float]:
@@ -236,16 +242,29 @@ class CoEvolveSettings:
     count in the iteration's trials). With an ``answer`` search, a variant no motion solves gets a
     primitive search of its own, whose answer becomes the node's when it solves that variant
     without losing the node's own tasks; its demonstrations then compete as the iteration's
-    examples (``AnswerSearch``). Evaluation tasks are the node's own held-out ones either way."""
+    examples (``AnswerSearch``). Evaluation tasks are the node's own held-out ones either way.
+
+    With ``select_episodes``, choosing between a new policy and the current one
+    (``train.select_episodes``) also runs each on that many tasks drawn from the node's pool by
+    weight, once it holds variants beyond the node's own distribution: their success counts beside
+    the node's own in the selection score's mean (with no bar of its own), so that a new clone
+    that only ties on the node's own tasks does not replace one that does better on the pool's.
+    Without it, a clone that tied at 100% replaced one that scored 14 points more on the held-out
+    hard set (README, "Co-evolving the tasks")."""
 
     synthesizer: TaskSynthesizer | None = None
     adversary: TaskAdversary | None = None
     answer: AnswerSearch | None = None
+    select_episodes: int = 0
 
     def __post_init__(self) -> None:
         for name in ("adversary", "answer"):
             if getattr(self, name) is not None and self.synthesizer is None:
                 raise ValueError(f"coevolve.{name} needs coevolve.synthesizer (use coevolve=adversarial)")
+        if self.select_episodes < 0:
+            raise ValueError(f"coevolve.select_episodes must be >= 0 (0: off), got {self.select_episodes}")
+        if self.select_episodes and self.synthesizer is None:
+            raise ValueError("coevolve.select_episodes needs coevolve.synthesizer (use coevolve=adversarial)")
 
     @property
     def enabled(self) -> bool:
@@ -894,16 +913,20 @@ class EvolutionLoop:
             self.policy, fit = candidates[0]
             return fit, None
         nodes = [node, *self._kept(node)]
+        pool_tasks = self._pool_selection_tasks(node, k)
 
         def rates(policy: VLAPolicy) -> dict[str, float]:
-            return {
+            out = {
                 m.name: evaluate_policy(
                     policy, m.distribution(), self.backend, n, seed=self._select_seed(m, k)
                 ).success_rate
                 for m in nodes
             }
+            if pool_tasks:
+                out[pool_key(node.name)] = evaluate_tasks(policy, pool_tasks, self.backend).success_rate
+            return out
 
-        bars = {m.name: m.mastery for m in nodes}
+        bars = {m.name: m.mastery for m in nodes} | {pool_key(node.name): 0.0}
         measured = [rates(policy) for policy, _ in candidates]
         scores = [selection_score(r, bars) for r in measured]
         best = max(range(len(scores)), key=scores.__getitem__)  # the first of equals
@@ -918,6 +941,15 @@ class EvolutionLoop:
             own = [(measured[i][node.name], *scores[i]) for i in range(len(scores))]
             record["own_best"] = max(range(len(own)), key=own.__getitem__)
         return candidates[best][1], record
+
+    def _pool_selection_tasks(self, node: SkillNode, k: int) -> list[TaskSpec]:
+        """Iteration ``k``'s ``coevolve.select_episodes`` selection tasks from the node's pool, by
+        weight (none while off, or while the pool holds only the node's own distribution)."""
+        pool = self._pool(node) if self.coevolve.select_episodes else None
+        if pool is None or len(pool) < 2:
+            return []
+        rng = np.random.default_rng([self._select_seed(node, k), 1])
+        return pool.sample(rng, self.coevolve.select_episodes)[0]
 
     def _select_seed(self, node: SkillNode, k: int) -> int:
         """Selection tasks of iteration ``k``: fresh each iteration (a policy is never kept for

@@ -2,7 +2,7 @@
 
 from robo_coevolve.learn.dataset import ChunkDataset
 from robo_coevolve.learn.distill import DistillConfig, Distiller
-from robo_coevolve.learn.evaluator import EvalResult, evaluate_policy
+from robo_coevolve.learn.evaluator import EvalResult, evaluate_policy, evaluate_tasks
 from robo_coevolve.learn.trainer import BCTrainer, TrainConfig
 
 __all__ = [
@@ -13,4 +13,5 @@ __all__ = [
     "EvalResult",
     "TrainConfig",
     "evaluate_policy",
+    "evaluate_tasks",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from robo_coevolve.explore.backend import RolloutBackend
 from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.task_distribution import TaskDistribution
+from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory
 
 
@@ -44,11 +46,18 @@ def evaluate_policy(
     drawn = tasks.sample_many(np.random.default_rng(seed), n)
     if instruction is not None:
         drawn = [t.replace(instruction=instruction) for t in drawn]
-    trajs = backend.run_policy(policy, [PolicyEpisode(t, meta={"evaluation": True}) for t in drawn])
+    return evaluate_tasks(policy, drawn, backend)
+
+
+def evaluate_tasks(policy, tasks: Sequence[TaskSpec], backend: RolloutBackend) -> EvalResult:
+    """Run ``policy`` without exploration noise once on each of ``tasks`` (of one skill)."""
+    if not tasks:
+        raise ValueError("evaluation needs at least one task")
+    trajs = backend.run_policy(policy, [PolicyEpisode(t, meta={"evaluation": True}) for t in tasks])
     return EvalResult(
-        skill=tasks.skill,
-        instruction=drawn[0].instruction,
-        n=n,
+        skill=tasks[0].skill,
+        instruction=tasks[0].instruction,
+        n=len(tasks),
         success_rate=float(np.mean([t.success for t in trajs])),
         reasons=dict(Counter(t.outcome["reason"] for t in trajs)),
         trajectories=trajs,

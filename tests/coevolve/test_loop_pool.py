@@ -13,6 +13,7 @@ from run_killer import kill_when
 
 from robo_coevolve.coevolve import TaskPool
 from robo_coevolve.coevolve.task_pool import ELITES_KEPT, OWN
+from robo_coevolve.evolve.loop import pool_key
 from robo_coevolve.evolve.run_state import RunState, rollback
 from robo_coevolve.library import SkillLibrary
 
@@ -198,6 +199,7 @@ def test_the_adversarial_curriculum_runs_in_the_loop(tmp_path):
             "coevolve.answer.select_trials=5",
             "coevolve.answer.check=5",
             "coevolve.answer.demos=10",
+            "coevolve.select_episodes=6",
             "budget.iterations=2",
             "explore.schedule.grip=0.0",
         ],
@@ -218,3 +220,7 @@ def test_the_adversarial_curriculum_runs_in_the_loop(tmp_path):
     assert explored["primitive_trials"] + explored["policy_episodes"] + attack["episodes"] <= 40
     assert sum(len(e.policy_outcomes) for e in pool.entries) == explored["policy_episodes"]
     assert all(k == 2 for e in pool.entries for k, _ in e.policy_outcomes)
+    # the pool has variants by iteration 2's selection, so the policies also ran on its tasks
+    assert rows[1]["explore"]["coevolve"]["pool"] > 1
+    selection = rows[1]["train"]["selection"]
+    assert all(pool_key("scoop") in rates for rates in [*selection["candidates"], selection["current"]])

@@ -324,3 +324,59 @@ def test_split_sources_clones_each_teacher_apart_and_rehearses_a_kept_node_from_
     assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4, "policy": 2}
     with pytest.raises(ValueError, match="min_source_segments=-1"):
         TrainSettings(min_source_segments=-1)
+
+
+def test_pool_tasks_break_a_tie_on_the_node_own_tasks(tmp_path, monkeypatch):
+    """coevolve.select_episodes: a new clone that only ties the current policy on the node's own
+    selection tasks (both 100%) does not replace it when it does worse on tasks drawn from the
+    node's pool (the adversarial preset's seed 0 lost 14 points on the hard set that way); a
+    clone better there replaces it. Off, or with only the node's own distribution in the pool,
+    the tie goes to the clone as before."""
+    from types import SimpleNamespace
+
+    import robo_coevolve.evolve.loop as loop_module
+    from robo_coevolve.coevolve import PoolEntry, TaskPool, TaskSynthesizer
+    from robo_coevolve.evolve.loop import CoEvolveSettings, pool_key
+    from robo_coevolve.task_distribution import TaskDistribution
+
+    tree = SkillTree.from_config({"scoop": {"mastery": 0.9}})
+    scoop = tree.node("scoop")
+    current, clone = object(), object()
+    pool_rates = {id(current): 0.8, id(clone): 0.5}
+    drawn = []
+
+    def run_tasks(policy, tasks, backend):
+        drawn.append([t.egg_mass for t in tasks])
+        return SimpleNamespace(success_rate=pool_rates[id(policy)])
+
+    perfect = SimpleNamespace(success_rate=1.0)  # both on the node's own selection tasks
+    monkeypatch.setattr(loop_module, "evaluate_policy", lambda policy, dist, backend, n, seed: perfect)
+    monkeypatch.setattr(loop_module, "evaluate_tasks", run_tasks)
+
+    def selected(select_episodes: int, variants: bool) -> dict:
+        coevolve = CoEvolveSettings(synthesizer=TaskSynthesizer(), select_episodes=select_episodes)
+        loop = bare_loop(tree, tmp_path, Budget(), TrainSettings(select_episodes=5))
+        loop.coevolve = coevolve
+        pool = TaskPool.seeded(scoop.distribution())
+        if variants:
+            pool.add(PoolEntry(TaskDistribution.for_skill("scoop", egg_mass=0.08), weight=1.0))
+        loop.pools = {"scoop": pool}
+        loop.policy = current
+        return loop._select(scoop, 4, [(clone, FIT)], new_stage=False)[1]
+
+    result = selected(select_episodes=6, variants=True)
+    assert result["taken"] is None and result["current"] == {"scoop": 1.0, pool_key("scoop"): 0.8}
+    assert result["candidates"] == [{"scoop": 1.0, pool_key("scoop"): 0.5}]
+    assert len(drawn) == 2 and drawn[0] == drawn[1] and len(drawn[0]) == 6  # the same tasks for both
+    assert any(m > 0.061 for m in drawn[0])  # drawn from the pool's variants, not only the node's own
+    pool_rates[id(clone)] = 0.9
+    assert selected(select_episodes=6, variants=True)["taken"] == 0
+    pool_rates[id(clone)] = 0.5
+    for episodes, variants in ((0, True), (6, False)):
+        drawn.clear()
+        result = selected(select_episodes=episodes, variants=variants)
+        assert result["taken"] == 0 and result["current"] == {"scoop": 1.0} and not drawn
+    with pytest.raises(ValueError, match="select_episodes needs coevolve.synthesizer"):
+        CoEvolveSettings(select_episodes=5)
+    with pytest.raises(ValueError, match="select_episodes must be >= 0"):
+        CoEvolveSettings(synthesizer=TaskSynthesizer(), select_episodes=-1)
