@@ -20,7 +20,8 @@ every node is mastered, on the first mastered node whose success has since falle
    (a fresh clone every iteration with ``refit``; otherwise a node's first iteration starts a new
    stage and later ones fine-tune), ``candidates`` policies from different seeds; with
    ``select_episodes``, the best of them closed loop on selection tasks replaces the current
-   policy if it does at least as well there;
+   policy if it does at least as well there (with ``CoEvolveSettings.select_episodes``, also on
+   tasks drawn from the node's pool);
 6. **evaluate**: closed-loop success of the policy on held-out tasks of the node and of those it
    rehearses
    (forgetting shows there); the tree marks the node mastered at its threshold and unlocks its
