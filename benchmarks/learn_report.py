@@ -18,6 +18,11 @@ every variant, before ``--policy``; ``--save DIR`` keeps each clone as
 ``DIR/<skill>_<variant>_seed<k>/`` (``save_pretrained``), e.g. as the teacher of
 ``scripts/distill_policy.py``.
 
+``--rehearse SKILL ...`` trains each clone as the loop trains a later skill: that share of each
+batch (``--train '{"rehearsal_share": 0.5}'``) from the named skills' segments, whose success
+the row reports too. ``--execute N ...`` runs each clone closed loop re-planning every N steps
+(``PolicyConfig.execute``, a run-time setting: the same weights for every N).
+
 ``--candidates K --select N`` clones K policies per seed (training seeds ``1000 * seed + i``), runs
 each closed loop on N selection tasks (drawn from their own seed stream, never the held-out
 evaluation's) and reports the best, as the loop's ``train.candidates`` and
@@ -28,6 +33,7 @@ on the same data, and rollouts, not the validation loss, tell the good clones fr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -71,6 +77,15 @@ def dataset(library: SkillLibrary, skill: str, policy: VLAPolicy, limit: int) ->
     return ChunkDataset.from_segments(SEGMENTS[skill][:limit], c.chunk, c.image_size if c.use_image else None)
 
 
+def replanning(policy: VLAPolicy, execute: int) -> VLAPolicy:
+    """``policy``'s weights, re-planning every ``execute`` steps."""
+    if execute == policy.config.execute:
+        return policy
+    other = VLAPolicy(dataclasses.replace(policy.config, execute=execute))
+    other.load_state_dict(policy.state_dict())
+    return other.eval()
+
+
 def latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int = 50) -> float:
     """Seconds per ``act()`` step for ``batch`` envs (a fresh chunk is predicted every call)."""
     rows = np.arange(batch) % len(data)
@@ -108,6 +123,12 @@ def main() -> None:
     parser.add_argument(
         "--select", type=int, default=0, help="selection tasks per candidate (with --candidates)"
     )
+    parser.add_argument(
+        "--rehearse", nargs="+", default=[], help="skills each clone rehearses (the loop's later stages)"
+    )
+    parser.add_argument(
+        "--execute", nargs="+", type=int, help="also run each clone re-planning every N steps, per N"
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.candidates > 1 and args.select < 1:
@@ -134,13 +155,19 @@ def main() -> None:
             tasks = TaskDistribution.for_skill(skill)
             for variant in args.variants:
                 for seed in args.seeds:
-                    clones, selection, data = [], [], None
+                    clones, selection, data, rehearsal = [], [], None, None
                     for i in range(args.candidates):
                         k = seed if args.candidates == 1 else 1000 * seed + i
                         policy = make_policy(variant, k)
                         if data is None:  # the candidates share one config: build (render) it once
                             data = dataset(library, skill, policy, args.max_segments)
-                        fit = BCTrainer(policy, TrainConfig(**{**vars(config), "seed": k})).fit(data)
+                            if args.rehearse:
+                                rehearsal = ChunkDataset.concat(
+                                    [dataset(library, s, policy, args.max_segments) for s in args.rehearse]
+                                )
+                        fit = BCTrainer(policy, TrainConfig(**{**vars(config), "seed": k})).fit(
+                            data, rehearsal=rehearsal
+                        )
                         clones.append((policy, fit))
                         if args.candidates > 1:
                             picked = evaluate_policy(policy, tasks, backend, n=args.select, seed=SELECT_SEED)
@@ -162,6 +189,18 @@ def main() -> None:
                         "success": ev.success_rate,
                         "selection": selection,  # each candidate's success on the selection tasks
                         "reasons": ev.reasons,
+                        "rehearsed": {
+                            s: evaluate_policy(
+                                policy, TaskDistribution.for_skill(s), backend, n=args.eval
+                            ).success_rate
+                            for s in args.rehearse
+                        },
+                        "by_execute": {
+                            n: evaluate_policy(
+                                replanning(policy, n), tasks, backend, n=args.eval
+                            ).success_rate
+                            for n in args.execute or []
+                        },
                         "latency_1": latency(policy, data, 1),
                         "latency_16": latency(policy, data, 16),
                     }
