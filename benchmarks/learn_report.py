@@ -79,8 +79,6 @@ def dataset(library: SkillLibrary, skill: str, policy: VLAPolicy, limit: int) ->
 
 def replanning(policy: VLAPolicy, execute: int) -> VLAPolicy:
     """``policy``'s weights, re-planning every ``execute`` steps."""
-    if execute == policy.config.execute:
-        return policy
     other = VLAPolicy(dataclasses.replace(policy.config, execute=execute))
     other.load_state_dict(policy.state_dict())
     return other.eval()
@@ -195,8 +193,10 @@ def main() -> None:
                             ).success_rate
                             for s in args.rehearse
                         },
-                        "by_execute": {
-                            n: evaluate_policy(
+                        "by_execute": {  # the config's own setting is the row's success
+                            n: ev.success_rate
+                            if n == policy.config.execute
+                            else evaluate_policy(
                                 replanning(policy, n), tasks, backend, n=args.eval
                             ).success_rate
                             for n in args.execute or []
