@@ -5,7 +5,7 @@ nodes it must keep.
     python -m robo_coevolve budget=full seed=0 hydra.run.dir=runs/s0      # any run, stopped anywhere
     python benchmarks/stage_report.py runs/s0 --node catch --iteration 8 --seeds 0 1 2 3
 
-The data are the loop's (``EvolutionLoop._train_sets``): the node's segments (with
+The data are the loop's (``EvolutionLoop._cloner``): the node's segments (with
 ``--iteration``, only those that iteration stored; ``--source``, only that teacher's, as
 ``train.split_sources`` clones them), at most ``train.max_segments``; the rehearsal is each kept
 node's latest ``train.max_segments`` segments of the source its policy was last cloned from

@@ -18,7 +18,8 @@ every node is mastered, on the first mastered node whose success has since falle
    ``TrainSettings.split_sources``, the primitives' and the policy's own apart, one clone each),
    rehearsing the segments of its ancestors and of every other mastered node
    (a fresh clone every iteration with ``refit``; otherwise a node's first iteration starts a new
-   stage and later ones fine-tune), ``candidates`` policies from different seeds; with
+   stage and later ones fine-tune), ``candidates`` policies from different seeds (and more
+   rounds of them, ``redraws``, while none holds every bar); with
    ``select_episodes``, the best of them closed loop on selection tasks replaces the current
    policy if it does at least as well there (with ``CoEvolveSettings.select_episodes``, also on
    tasks drawn from the node's pool);
@@ -40,7 +41,7 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,15 @@ class TrainSettings:
     selection tasks pick the best of them (it then faces the current policy as above): the seed
     lottery is drawn several times instead of once. It needs ``select_episodes`` > 0.
 
+    ``redraws``: while no candidate holds every bar on the selection tasks (the node's and those
+    it keeps), train up to that many more rounds of ``candidates`` clones per data set, each from
+    its own seeds, and choose among them all. Clones of one data set are often bimodal: of six
+    catch clones of seed 4's data, one kept flip (98%) and four flipped 0-2%; of eight flip
+    clones rehearsing scoop, four flipped 0-6% and four 60-86% (README, "A new stage's
+    clones"). A round costs a training and its selection episodes, and only where a bar is
+    missed (a node still short of its own bar draws every round). It needs ``select_episodes``
+    > 0.
+
     ``compare_examples``: when a node's first search ends with an answer under
     ``explore.demo_bar``, clone both the search's successes and the answer's successful
     demonstrations (``SearchResult.contenders``, ``candidates`` policies each) and let the
@@ -204,6 +214,7 @@ class TrainSettings:
     refit: bool = False
     select_episodes: int = 0
     candidates: int = 1
+    redraws: int = 0
     compare_examples: bool = False
     split_sources: bool = False
     min_source_segments: int = 0
@@ -223,6 +234,13 @@ class TrainSettings:
         if self.candidates > 1 and not self.select_episodes:
             raise ValueError(
                 f"train.candidates={self.candidates} needs train.select_episodes > 0 to choose among them"
+            )
+        if self.redraws < 0:
+            raise ValueError(f"train.redraws={self.redraws} must be >= 0 (0: never)")
+        if self.redraws and not self.select_episodes:
+            raise ValueError(
+                f"train.redraws={self.redraws} needs train.select_episodes > 0 to see that no clone holds "
+                "the bars: set one, or train.redraws=0"
             )
         for name in ("compare_examples", "split_sources"):
             if getattr(self, name) and not self.select_episodes:
@@ -453,15 +471,21 @@ class EvolutionLoop:
         fit, evaluations, mastered, selection = None, {}, False, None
         kept = self._kept(node)
         if len(refined) > 1:
-            candidates, sets = self._train_sets(
-                node, kept, rng, k, {name: segs for name, (segs, _) in refined.items() if segs}
-            )
+            found = {name: segs for name, (segs, _) in refined.items() if segs}
+            draw = self._cloner(node, kept, rng, k, found) if found else None
+            candidates, sets = draw(0) if draw else ([], [])
             if candidates:
                 # The sets compete on the node's own skill: what a clone forgets of the others is
                 # the training seed's draw (README), the set is kept for good. The policy kept is
                 # the best by the usual score, which counts what it forgot.
                 fit, selection = self._select(
-                    node, k, candidates, new_stage=not self.tree.history[node.name], own_best=True
+                    node,
+                    k,
+                    candidates,
+                    new_stage=not self.tree.history[node.name],
+                    own_best=True,
+                    draw=draw,
+                    sets=sets,
                 )
                 winner = sets[selection["own_best"]]
             else:
@@ -475,9 +499,12 @@ class EvolutionLoop:
                 selection["example_sets"] = sets
             log.info("iteration %d: %s examples from %s (compared: %s)", k, node.name, winner, sets)
         elif self.library.count(node.skill):
-            candidates, sets = self._train_sets(node, kept, rng, k, self._data_sets(node))
+            draw = self._cloner(node, kept, rng, k, self._data_sets(node))
+            candidates, sets = draw(0)
             # A node's first training is a new stage: the current policy never learnt it.
-            fit, selection = self._select(node, k, candidates, new_stage=not self.tree.history[node.name])
+            fit, selection = self._select(
+                node, k, candidates, not self.tree.history[node.name], draw=draw, sets=sets
+            )
             if selection is not None and len(sets) > 1:
                 selection["sources"] = sets
             if self.train.split_sources and (selection is None or selection["taken"] is not None):
@@ -809,14 +836,16 @@ class EvolutionLoop:
             by_source[segment_source(m["meta"])].append(m["index"])
         return {source: idx[-self.train.max_segments :] for source, idx in by_source.items() if idx}
 
-    def _train_sets(
+    def _cloner(
         self, node: SkillNode, kept: list[SkillNode], rng: np.random.Generator, k: int, sets: dict[str, list]
-    ) -> tuple[list[tuple[VLAPolicy, dict]], list[str]]:
-        """Clone the node's named data ``sets`` (the latest ``max_segments`` segments of each: from
-        :meth:`_data_sets`, or example sets not stored yet), ``train.candidates`` policies each
-        (:meth:`_train`), all rehearsing the same data of the ``kept`` nodes (:meth:`_kept`,
-        :meth:`_data`; read once). The logs of each set go under its name when there are several.
-        Returns the candidates and, for each, the name of its set."""
+    ) -> Callable[[int], tuple[list[tuple[VLAPolicy, dict]], list[str]]]:
+        """A function that clones the node's named data ``sets`` (the latest ``max_segments``
+        segments of each: from :meth:`_data_sets`, or example sets not stored yet),
+        ``train.candidates`` policies each (:meth:`_train`), all rehearsing the same data of the
+        ``kept`` nodes (:meth:`_kept`, :meth:`_data`). The data are read once; each call is one
+        round (``draw`` 0, then each of ``train.redraws``) and returns its candidates and, for
+        each, the name of its set. The logs of each set go under its name when there are
+        several."""
         c = self.policy_config if self.policy is None else self.policy.config
         image = c.image_size if c.use_image else None
 
@@ -826,18 +855,24 @@ class EvolutionLoop:
         earlier = [d for d in (data(self._data(a)) for a in kept if a.skill != node.skill) if d]
         rehearsal = ChunkDataset.concat(earlier) if earlier else None
         share = self._rehearsal_share(node, len(earlier))
-        candidates, names = [], []
+        current = {}
         for name, segments in sets.items():
-            current = data(segments[-self.train.max_segments :])
-            if current is None:
+            current[name] = data(segments[-self.train.max_segments :])
+            if current[name] is None:
                 raise RuntimeError(
                     f"iteration {k}: the library has no {node.skill} segments to train on (the explorer "
                     "found no success the refiner kept): raise explore.budget or loosen refine settings"
                 )
-            tag = name if len(sets) > 1 else None
-            candidates += self._train(node, rng, k, current, rehearsal, share, tag)
-            names += [name] * self.train.candidates
-        return candidates, names
+
+        def draw(r: int) -> tuple[list[tuple[VLAPolicy, dict]], list[str]]:
+            candidates, names = [], []
+            for name, samples in current.items():
+                tag = name if len(sets) > 1 else None
+                candidates += self._train(node, rng, k, samples, rehearsal, share, tag, draw=r)
+                names += [name] * self.train.candidates
+            return candidates, names
+
+        return draw
 
     def _train(
         self,
@@ -848,12 +883,14 @@ class EvolutionLoop:
         rehearsal: ChunkDataset | None,
         share: float,
         tag: str | None = None,
+        draw: int = 0,
     ) -> list[tuple[VLAPolicy, dict]]:
         """Train ``train.candidates`` policies on ``current``, with ``share`` of each batch from
         ``rehearsal``, each from its own seeds: fresh clones (``refit``, or the run's first
         training), or copies of the current policy that start a new stage or fine-tune (always
         when consolidating a mastered node, see :class:`Budget`). The training logs go under
-        ``tag`` when given. Returns (policy, training history) pairs."""
+        ``tag`` when given, and a redrawn round's (``draw`` > 0) under ``redraw_<draw>``. Returns
+        (policy, training history) pairs."""
         # consolidating a mastered node fine-tunes the kept policy (Budget), whatever refit says
         consolidating = self.policy is not None and self._consolidating(node)
         new_stage = (self.state.trained_node != node.name or self.train.refit) and not consolidating
@@ -870,6 +907,8 @@ class EvolutionLoop:
                 progress=False,
             )
             logs = self.output_dir / "train" / checkpoint_name(k)
+            if draw:
+                logs = logs / f"redraw_{draw}"
             if tag is not None:
                 logs = logs / tag
             if self.train.candidates > 1:
@@ -901,14 +940,18 @@ class EvolutionLoop:
         candidates: list[tuple[VLAPolicy, dict]],
         new_stage: bool,
         own_best: bool = False,
+        draw: Callable[[int], tuple[list[tuple[VLAPolicy, dict]], list[str]]] | None = None,
+        sets: list[str] | None = None,
     ) -> tuple[dict, dict | None]:
         """Make the best of ``candidates`` (:func:`selection_score`) the policy, unless the current
         one does better closed loop on this iteration's selection tasks
-        (``TrainSettings.select_episodes``; every policy runs the same tasks). A new stage takes
-        the best candidate whatever it scores. Returns the training history of the policy taken
-        (or of the best candidate) and what was measured (None without selection); with
-        ``own_best``, the record's ``own_best`` is the candidate best on the node's own success
-        (ties by the score), for choosing what it learnt from."""
+        (``TrainSettings.select_episodes``; every policy runs the same tasks). While none of them
+        holds every bar there, ``draw`` (:meth:`_cloner`) trains up to ``train.redraws`` more
+        rounds, which join ``candidates`` (and their data sets' names ``sets``; both lists grow
+        in place). A new stage takes the best candidate whatever it scores. Returns the training
+        history of the policy taken (or of the best candidate) and what was measured (None
+        without selection); with ``own_best``, the record's ``own_best`` is the candidate best on
+        the node's own success (ties by the score), for choosing what it learnt from."""
         n = self.train.select_episodes
         if not n:
             self.policy, fit = candidates[0]
@@ -929,6 +972,20 @@ class EvolutionLoop:
 
         bars = {m.name: m.mastery for m in nodes} | {pool_key(node.name): 0.0}
         measured = [rates(policy) for policy, _ in candidates]
+        redraws = 0
+        # A shortfall below a bar: the seed lottery is drawn again (clones of the same data differ
+        # by up to 90 points; README, "A new stage's clones").
+        while (
+            draw is not None
+            and redraws < self.train.redraws
+            and max(selection_score(r, bars) for r in measured)[0] < 0
+        ):
+            redraws += 1
+            more, names = draw(redraws)
+            candidates += more
+            if sets is not None:
+                sets += names
+            measured += [rates(policy) for policy, _ in more]
         scores = [selection_score(r, bars) for r in measured]
         best = max(range(len(scores)), key=scores.__getitem__)  # the first of equals
         current = None
@@ -938,6 +995,8 @@ class EvolutionLoop:
         if take:
             self.policy = candidates[best][0]
         record = {"candidates": measured, "current": current, "taken": best if take else None}
+        if redraws:
+            record["redraws"] = redraws
         if own_best:
             own = [(measured[i][node.name], *scores[i]) for i in range(len(scores))]
             record["own_best"] = max(range(len(own)), key=own.__getitem__)

@@ -100,12 +100,20 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
     flip = rows[1]
     assert flip["explore"]["demo_success"] < 0.95
     assert flip["explore"]["contenders"]["search"] > 0 and flip["explore"]["contenders"]["demonstrations"] > 0
-    sets = flip["train"]["selection"]["example_sets"]
-    assert sets == ["search", "demonstrations"] and len(flip["train"]["selection"]["candidates"]) == 2
-    assert flip["explore"]["examples"] == sets[flip["train"]["selection"]["own_best"]]
+    selection = flip["train"]["selection"]
+    sets = selection["example_sets"]
+    # Each round clones both sets; rounds are redrawn (train.redraws=2) until a clone holds
+    # every bar on the selection tasks (flip 0.9, scoop 0.05 here).
+    rounds = 1 + selection.get("redraws", 0)
+    assert sets == ["search", "demonstrations"] * rounds and len(selection["candidates"]) == 2 * rounds
+    held = [i // 2 for i, c in enumerate(selection["candidates"]) if c["flip"] >= 0.9 and c["scoop"] >= 0.05]
+    assert rounds == (held[0] + 1 if held else 3)
+    assert flip["explore"]["examples"] == sets[selection["own_best"]]
     assert flip["library"]["flip"] == flip["refine"]["admitted"]  # the winner's segments alone
-    for name in sets:
+    for name in sets[:2]:
         assert (d / "train" / "iter_0002" / name / "metrics.jsonl").is_file()
+    for r in range(1, rounds):
+        assert (d / "train" / "iter_0002" / f"redraw_{r}" / "search" / "metrics.jsonl").is_file()
     assert any((d / "tensorboard").iterdir())
     assert (d / ".hydra" / "config.yaml").is_file()  # the resolved config
 

@@ -120,6 +120,52 @@ def test_example_sets_are_chosen_on_the_node_and_the_policy_on_every_bar(tmp_pat
     assert "own_best" not in result and result["taken"] == 0
 
 
+def test_clones_are_redrawn_while_none_holds_every_bar(tmp_path, monkeypatch):
+    """``train.redraws``: while no candidate holds every bar on the selection tasks, another
+    round is trained and joins the candidates (and their sets' names), up to ``redraws`` rounds;
+    a round that brings one that holds every bar ends the drawing."""
+    from types import SimpleNamespace
+
+    import robo_coevolve.evolve.loop as loop_module
+
+    nodes = {"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"], "mastery": 0.9}}
+    tree = SkillTree.from_config({**nodes, "catch": {"requires": ["flip"]}})
+    tree.record("scoop", 1, 1.0)
+    tree.record("flip", 2, 0.95)
+    loop = bare_loop(tree, tmp_path, Budget(), TrainSettings(select_episodes=5, redraws=3))
+    forgets, partly, holds, late = object(), object(), object(), object()
+    rates = {
+        id(forgets): {"catch": 0.9, "scoop": 1.0, "flip": 0.0},
+        id(partly): {"catch": 0.9, "scoop": 1.0, "flip": 0.6},
+        id(holds): {"catch": 0.85, "scoop": 1.0, "flip": 0.92},
+        id(late): {"catch": 0.95, "scoop": 1.0, "flip": 0.95},
+    }
+    monkeypatch.setattr(
+        loop_module,
+        "evaluate_policy",
+        lambda policy, dist, backend, n, seed: SimpleNamespace(
+            success_rate=rates[id(policy)][dist.base.skill]
+        ),
+    )
+    rounds = {1: [partly], 2: [holds], 3: [late]}
+    drawn = []
+
+    def draw(r):
+        drawn.append(r)
+        return [(p, {"round": r}) for p in rounds[r]], ["search"] * len(rounds[r])
+
+    candidates, sets = [(forgets, {"round": 0})], ["search"]
+    fit, result = loop._select(tree.node("catch"), 3, candidates, True, draw=draw, sets=sets)
+    assert drawn == [1, 2] and result["redraws"] == 2  # round 3 never trained: round 2 held
+    assert len(result["candidates"]) == len(candidates) == len(sets) == 3
+    assert result["taken"] == 2 and loop.policy is holds and fit == {"round": 2}
+    # without redraws (the default), the first round is all there is
+    loop = bare_loop(tree, tmp_path, Budget(), TrainSettings(select_episodes=5))
+    drawn.clear()
+    _, result = loop._select(tree.node("catch"), 3, [(forgets, FIT)], True, draw=draw, sets=["search"])
+    assert drawn == [] and "redraws" not in result and loop.policy is forgets
+
+
 def test_the_selection_score_puts_holding_every_bar_before_the_mean():
     bars = {"scoop": 0.95, "flip": 0.9, "catch": 0.8}
     holds = {"scoop": 0.95, "flip": 0.91, "catch": 0.82}
@@ -144,6 +190,10 @@ def test_selection_settings_are_checked():
         TrainSettings(compare_examples=True)
     with pytest.raises(ValueError, match="split_sources=true needs train.select_episodes"):
         TrainSettings(split_sources=True)
+    with pytest.raises(ValueError, match="redraws=2 needs train.select_episodes"):
+        TrainSettings(redraws=2)
+    with pytest.raises(ValueError, match="redraws=-1 must be >= 0"):
+        TrainSettings(redraws=-1, select_episodes=5)
 
 
 def bare_loop(
@@ -252,7 +302,7 @@ def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scoo
     def trained(node: str) -> tuple[VLAPolicy, dict]:
         n = tree.node(node)
         rng = np.random.default_rng(0)
-        ((policy, fit),), _ = loop._train_sets(n, loop._kept(n), rng, 2, loop._data_sets(n))
+        ((policy, fit),), _ = loop._cloner(n, loop._kept(n), rng, 2, loop._data_sets(n))(0)
         assert policy is not kept
         return policy, fit
 
