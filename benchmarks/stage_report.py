@@ -89,7 +89,10 @@ def main() -> None:
         raise SystemExit(f"{args.run_dir} has no completed iteration (no state.json)")
     tree = SkillTree.from_config(state.config["skill_tree"]["nodes"])
     tree.load_progress(state.tree)
+    if args.node not in {n.name for n in tree.nodes}:
+        raise SystemExit(f"--node {args.node}: not in the run's skill tree {[n.name for n in tree.nodes]}")
     node = tree.node(args.node)
+    # what training the node rehearses, as EvolutionLoop._kept: its ancestors and the mastered nodes
     keep = {a.name for a in tree.ancestors(node.name)} | {
         m.name for m in tree.nodes if tree.status[m.name] == MASTERED
     }
@@ -145,8 +148,8 @@ def main() -> None:
                 "success": success,
                 "best_step": fit["best_step"],
                 "train_s": round(fit["seconds"], 1),
+                "eval_s": round(time.perf_counter() - start, 1),
             }
-            row["eval_s"] = round(time.perf_counter() - start, 1)
             rows.append(row)
             print(json.dumps(row), flush=True)
     names = [node.name, *(n.name for n in kept)]
