@@ -32,7 +32,6 @@ from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
 from robo_coevolve.explore.search import evaluate_params  # noqa: E402
 from robo_coevolve.learn import evaluate_policy  # noqa: E402
 from robo_coevolve.policy import VLAPolicy  # noqa: E402
-from robo_coevolve.skill_tree import SkillTree  # noqa: E402
 
 HELD_OUT_SEED = 777_777
 
@@ -50,8 +49,7 @@ def main() -> None:
     state = RunState.load(args.run_dir)
     if state is None:
         raise SystemExit(f"{args.run_dir} has no completed iteration")
-    tree = SkillTree.from_config(state.config["skill_tree"]["nodes"])
-    tree.load_progress(state.tree)
+    tree = state.skill_tree()
     rows = [json.loads(line) for line in (args.run_dir / "metrics.jsonl").read_text().splitlines()]
     final = VLAPolicy.from_pretrained(args.run_dir / state.checkpoint)
     control_hz = float(state.config["env"]["control_hz"])

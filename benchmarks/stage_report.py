@@ -43,7 +43,6 @@ from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_p
 from robo_coevolve.learn.distill import Distiller  # noqa: E402
 from robo_coevolve.library import SkillLibrary  # noqa: E402
 from robo_coevolve.policy import PolicyConfig, VLAPolicy  # noqa: E402
-from robo_coevolve.skill_tree import MASTERED, SkillTree  # noqa: E402
 
 
 def settings(section: dict, overrides: str) -> dict:
@@ -87,16 +86,12 @@ def main() -> None:
     state = RunState.load(args.run_dir)
     if state is None:
         raise SystemExit(f"{args.run_dir} has no completed iteration (no state.json)")
-    tree = SkillTree.from_config(state.config["skill_tree"]["nodes"])
-    tree.load_progress(state.tree)
+    tree = state.skill_tree()
     if args.node not in {n.name for n in tree.nodes}:
         raise SystemExit(f"--node {args.node}: not in the run's skill tree {[n.name for n in tree.nodes]}")
     node = tree.node(args.node)
-    # what training the node rehearses, as EvolutionLoop._kept: its ancestors and the mastered nodes
-    keep = {a.name for a in tree.ancestors(node.name)} | {
-        m.name for m in tree.nodes if tree.status[m.name] == MASTERED
-    }
-    kept = [n for n in tree.nodes if n.name in keep and n.name != node.name and n.skill != node.skill]
+    # rehearsed as the loop does (EvolutionLoop._cloner): what training the node keeps, less its own skill
+    kept = [n for n in tree.kept(node.name) if n.skill != node.skill]
     train_section = state.config["train"]
     limit = int(train_section["max_segments"])
     policy_config = PolicyConfig(**settings(state.config["policy"], args.policy))

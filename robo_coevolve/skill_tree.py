@@ -137,6 +137,12 @@ class SkillTree:
     def mastered(self) -> list[SkillNode]:
         return [n for n in self.nodes if self.status[n.name] == MASTERED]
 
+    def kept(self, name: str) -> list[SkillNode]:
+        """The nodes whose skills training ``name`` must keep: its ancestors and every other
+        mastered node, in tree order."""
+        keep = {a.name for a in self.ancestors(name)} | {m.name for m in self.mastered}
+        return [n for n in self.nodes if n.name in keep and n.name != name]
+
     @property
     def regressed(self) -> list[SkillNode]:
         """Mastered nodes whose latest evaluation fell below their mastery threshold (forgotten

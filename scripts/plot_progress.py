@@ -14,7 +14,6 @@ from pathlib import Path
 
 from robo_coevolve.evolve import plots
 from robo_coevolve.evolve.run_state import RunState
-from robo_coevolve.skill_tree import SkillTree
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,9 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     state = RunState.load(args.run_dir)
     if state is None:
         sys.exit(f"{args.run_dir} has no state.json: no iteration has completed yet")
-    tree = SkillTree.from_config(state.config["skill_tree"]["nodes"])
-    tree.load_progress(state.tree)
-    for path in plots.draw_run(tree, args.out or args.run_dir, state.trials):
+    for path in plots.draw_run(state.skill_tree(), args.out or args.run_dir, state.trials):
         print(f"wrote {path}")
     return 0
 

@@ -420,10 +420,9 @@ class EvolutionLoop:
         return None
 
     def _kept(self, node: SkillNode) -> list[SkillNode]:
-        """The nodes whose skills training ``node`` must keep: its ancestors and every other
-        mastered node, in tree order (rehearsed, evaluated and in selection)."""
-        keep = {a.name for a in self.tree.ancestors(node.name)} | {m.name for m in self.tree.mastered}
-        return [n for n in self.tree.nodes if n.name in keep and n.name != node.name]
+        """The nodes whose skills training ``node`` must keep (:meth:`SkillTree.kept`: its
+        ancestors and every other mastered node; rehearsed, evaluated and in selection)."""
+        return self.tree.kept(node.name)
 
     def _stop_reason(self) -> str | None:
         b = self.budget

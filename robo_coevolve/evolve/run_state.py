@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from robo_coevolve.library.skill_library import SkillLibrary, replace_durably
+from robo_coevolve.skill_tree import SkillTree
 
 STATE_FILE = "state.json"
 METRICS_FILE = "metrics.jsonl"
@@ -76,6 +77,12 @@ class RunState:
         with os.fdopen(fd, "w") as f:
             json.dump(asdict(self), f, indent=1)
         replace_durably(Path(name), run_dir / STATE_FILE)
+
+    def skill_tree(self) -> SkillTree:
+        """The run's skill tree (from its resolved config) with the progress this state holds."""
+        tree = SkillTree.from_config(self.config["skill_tree"]["nodes"])
+        tree.load_progress(self.tree)
+        return tree
 
     @classmethod
     def load(cls, run_dir: str | Path) -> RunState | None:

@@ -79,15 +79,26 @@ def test_the_best_candidate_is_taken_and_a_new_stage_always_takes_one(loop, scoo
     assert set(result["candidates"][0]) == {"flip", "scoop"}  # ancestors too
 
 
+def selection_rates(monkeypatch, rates: dict[int, dict[str, float]]) -> None:
+    """Selection's rollouts replaced by fixed success rates: ``rates[id(policy)][skill]``."""
+    from types import SimpleNamespace
+
+    import robo_coevolve.evolve.loop as loop_module
+
+    monkeypatch.setattr(
+        loop_module,
+        "evaluate_policy",
+        lambda policy, dist, backend, n, seed: SimpleNamespace(
+            success_rate=rates[id(policy)][dist.base.skill]
+        ),
+    )
+
+
 def test_example_sets_are_chosen_on_the_node_and_the_policy_on_every_bar(tmp_path, monkeypatch):
     """Comparing example sets (own_best): the set is the one whose clone does the node best,
     but the policy kept is the best by the usual score, so a clone that lost an ancestor is not
     kept for being a little better at the new node (the vision run's catch: 66% with flip 20%
     against 60% with flip 98%)."""
-    from types import SimpleNamespace
-
-    import robo_coevolve.evolve.loop as loop_module
-
     tree = SkillTree.from_config(
         {
             "scoop": {"mastery": 0.9},
@@ -103,13 +114,7 @@ def test_example_sets_are_chosen_on_the_node_and_the_policy_on_every_bar(tmp_pat
         id(search): {"catch": 0.60, "scoop": 1.0, "flip": 0.98},
         id(demos): {"catch": 0.66, "scoop": 1.0, "flip": 0.2},
     }
-    monkeypatch.setattr(
-        loop_module,
-        "evaluate_policy",
-        lambda policy, dist, backend, n, seed: SimpleNamespace(
-            success_rate=rates[id(policy)][dist.base.skill]
-        ),
-    )
+    selection_rates(monkeypatch, rates)
     catch = tree.node("catch")
     fit, result = loop._select(
         catch, 3, [(search, {"set": "search"}), (demos, {"set": "demos"})], new_stage=True, own_best=True
@@ -124,10 +129,6 @@ def test_clones_are_redrawn_while_none_holds_every_bar(tmp_path, monkeypatch):
     """``train.redraws``: while no candidate holds every bar on the selection tasks, another
     round is trained and joins the candidates (and their sets' names), up to ``redraws`` rounds;
     a round that brings one that holds every bar ends the drawing."""
-    from types import SimpleNamespace
-
-    import robo_coevolve.evolve.loop as loop_module
-
     nodes = {"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"], "mastery": 0.9}}
     tree = SkillTree.from_config({**nodes, "catch": {"requires": ["flip"]}})
     tree.record("scoop", 1, 1.0)
@@ -140,13 +141,7 @@ def test_clones_are_redrawn_while_none_holds_every_bar(tmp_path, monkeypatch):
         id(holds): {"catch": 0.85, "scoop": 1.0, "flip": 0.92},
         id(late): {"catch": 0.95, "scoop": 1.0, "flip": 0.95},
     }
-    monkeypatch.setattr(
-        loop_module,
-        "evaluate_policy",
-        lambda policy, dist, backend, n, seed: SimpleNamespace(
-            success_rate=rates[id(policy)][dist.base.skill]
-        ),
-    )
+    selection_rates(monkeypatch, rates)
     rounds = {1: [partly], 2: [holds], 3: [late]}
     drawn = []
 
