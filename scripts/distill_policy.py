@@ -1,14 +1,18 @@
-"""Distil a policy checkpoint (e.g. the image policy) into a small state-only student, and report
-both closed loop on the same held-out tasks.
+"""Distil a policy checkpoint into a student, and report both closed loop on the same held-out tasks.
 
+    # the image policy into a small state-only student (compression), one skill:
     python scripts/distill_policy.py TEACHER_CHECKPOINT --library DIR --out DIR [--skill scoop]
+    # a run's state policy into the image policy (privileged teacher), every node of its tree:
+    python scripts/distill_policy.py RUN --student-config conf/policy/vla.yaml --out DIR --threads 2
 
-The student (``robo_coevolve.learn.distill``) is trained on the teacher's action chunks at the
-library's states, at the states of the teacher's own episodes on fresh tasks and, per DAgger
-round, at the states of the student's own episodes. Then teacher and student run without noise
-on ``--eval`` held-out tasks (the same seeded tasks for both). Writes ``OUT/student/`` (the
-student, ``save_pretrained``), ``OUT/round_<k>/`` (training curves) and ``OUT/report.json``,
-and prints one table row.
+The teacher is a checkpoint directory, or a run directory: its latest checkpoint, its library and
+its skill tree's nodes (tasks and instruction; ``--skill`` picks nodes by name, default every
+node with segments in the library). The student (``robo_coevolve.learn.distill``) is trained on
+the teacher's action chunks at the library's states, at the states of the teacher's own
+episodes on fresh tasks and, per DAgger round, at the states of the student's own episodes. Then
+teacher and student run without noise on ``--eval`` held-out tasks per skill (the same seeded
+tasks for both). Writes ``OUT/student/`` (the student, ``save_pretrained``), ``OUT/round_<k>/``
+(training curves) and ``OUT/report.json``, and prints one table row per skill.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
 
+from robo_coevolve.evolve.run_state import RunState  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.learn import ChunkDataset, TrainConfig, evaluate_policy  # noqa: E402
+from robo_coevolve.learn import ChunkDataset, TrainConfig  # noqa: E402
 from robo_coevolve.learn.distill import DistillConfig, Distiller  # noqa: E402
 from robo_coevolve.library import LibraryError, SkillLibrary  # noqa: E402
-from robo_coevolve.policy import PolicyConfigError, VLAPolicy  # noqa: E402
+from robo_coevolve.policy import PolicyConfig, PolicyConfigError, VLAPolicy  # noqa: E402
 from robo_coevolve.policy.vla import WEIGHTS_NAME  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
 
@@ -48,44 +54,81 @@ def act_latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int 
     return (time.perf_counter() - start) / repeats
 
 
+def student_from_yaml(path: Path) -> PolicyConfig:
+    """A ``PolicyConfig`` from a policy config file of ``conf/policy/`` (``_target_`` dropped)."""
+    values = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if not isinstance(values, dict):
+        raise PolicyConfigError(f"{path} holds no mapping of PolicyConfig fields")
+    values.pop("_target_", None)
+    try:
+        return PolicyConfig(**values)
+    except TypeError as e:
+        raise PolicyConfigError(f"{path}: {e} (the fields are PolicyConfig's, as in conf/policy/)") from e
+
+
+def load_teacher(args) -> tuple[Path, SkillLibrary, dict[str, TaskDistribution]]:
+    """The teacher's checkpoint, the library and the task distribution of each skill to distil."""
+    state = RunState.load(args.teacher) if (args.teacher / "state.json").exists() else None
+    if state is None:
+        if args.library is None:
+            raise ValueError(f"{args.teacher} is a checkpoint, not a run directory: give --library")
+        library = SkillLibrary(args.library, create=False)
+        skills = args.skill or ["scoop"]
+        return args.teacher, library, {s: TaskDistribution.for_skill(s) for s in skills}
+    if state.checkpoint is None:
+        raise ValueError(f"run {args.teacher} has no policy checkpoint yet")
+    library = SkillLibrary(args.library or args.teacher / "library", create=False)
+    nodes = {n.name: n for n in state.skill_tree().nodes}
+    names = args.skill or [n for n, node in nodes.items() if state.library.get(node.skill)]
+    unknown = [n for n in names if n not in nodes]
+    if unknown:
+        raise ValueError(f"run {args.teacher} has no node {unknown}: its nodes are {list(nodes)}")
+    return args.teacher / state.checkpoint, library, {n: nodes[n].distribution() for n in names}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("teacher", type=Path, help="checkpoint directory (VLAPolicy.save_pretrained)")
-    parser.add_argument("--library", required=True, type=Path)
+    parser.add_argument(
+        "teacher", type=Path, help="checkpoint directory (VLAPolicy.save_pretrained) or run directory"
+    )
+    parser.add_argument("--library", type=Path, help="skill library (default: the run's)")
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--skill", default="scoop")
-    parser.add_argument("--segments", type=int, default=300, help="library segments labelled (the first N)")
-    parser.add_argument("--rollouts", type=int, default=100, help="teacher episodes on fresh tasks")
+    parser.add_argument("--skill", nargs="+", help="skills (a run's node names) to distil; see above")
+    parser.add_argument(
+        "--student-config",
+        type=Path,
+        help="the student's policy config, e.g. conf/policy/vla.yaml (default: a small state-only student)",
+    )
+    parser.add_argument("--segments", type=int, default=300, help="segments labelled per skill (first N)")
+    parser.add_argument("--rollouts", type=int, default=100, help="teacher episodes per skill")
     parser.add_argument("--rounds", type=int, default=1, help="DAgger rounds (student episodes)")
-    parser.add_argument("--dagger-rollouts", type=int, default=100, help="student episodes per round")
-    parser.add_argument("--hidden", type=int, default=128, help="student width")
+    parser.add_argument("--dagger-rollouts", type=int, default=100, help="student episodes per round, skill")
+    parser.add_argument("--hidden", type=int, default=128, help="the default student's width")
     parser.add_argument("--steps", type=int, default=3000, help="student training steps per round")
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--eval", type=int, default=100, help="held-out tasks for teacher and student")
+    parser.add_argument("--eval", type=int, default=100, help="held-out tasks per skill")
     parser.add_argument("--eval-seed", type=int, default=10_000)
     parser.add_argument("--skip-teacher-eval", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=1, help="rollout worker processes")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads while training the student")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
 
     try:
-        teacher = VLAPolicy.from_pretrained(args.teacher)
-        library = SkillLibrary(args.library, create=False)
-        segments = library.segments(args.skill)[: args.segments] if args.segments else []
+        checkpoint, library, tasks = load_teacher(args)
+        teacher = VLAPolicy.from_pretrained(checkpoint)
+        student_config = student_from_yaml(args.student_config) if args.student_config else None
+        segments = {s: library.segments(d.skill)[: args.segments] for s, d in tasks.items()}
     except (PolicyConfigError, LibraryError, FileNotFoundError, KeyError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.segments and not segments:
-        print(f"error: skill library {args.library} has no {args.skill!r} segments", file=sys.stderr)
+    empty = [s for s, segs in segments.items() if args.segments and not segs]
+    if empty:
+        print(f"error: skill library {library.root} has no segments of {empty}", file=sys.stderr)
         return 2
-    # Latency inputs: a few real library states (any of the skill's, when none are distilled).
-    probe_segments = segments[:4] or library.segments(args.skill)[:4]
-    if not probe_segments:
-        print(f"error: skill library {args.library} has no {args.skill!r} segments", file=sys.stderr)
-        return 2
-    if not segments and not args.rollouts:
+    if not args.segments and not args.rollouts:
         print("error: nothing to distil from: use --segments and/or --rollouts", file=sys.stderr)
         return 2
     config = DistillConfig(
@@ -93,50 +136,53 @@ def main(argv: list[str] | None = None) -> int:
         teacher_rollouts=args.rollouts,
         dagger_rounds=args.rounds,
         dagger_rollouts=args.dagger_rollouts,
-        train=TrainConfig(steps=args.steps, batch_size=args.batch, patience=100, progress=False),
+        train=TrainConfig(
+            steps=args.steps, batch_size=args.batch, patience=100, progress=False, threads=args.threads
+        ),
         seed=args.seed,
     )
-    tasks = TaskDistribution.for_skill(args.skill)
     args.out.mkdir(parents=True, exist_ok=True)
     with LocalBackend(workers=args.workers) as backend:
-        distiller = Distiller(teacher, backend, config)
-        student, report = distiller.distill(segments, tasks, args.out)
+        try:
+            distiller = Distiller(teacher, backend, config, student_config)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        evaluation = {skill: (args.eval, args.eval_seed + 1000 * j) for j, skill in enumerate(tasks)}
+        student, report = distiller.distill_skills(
+            tasks, segments, evaluation, args.out, evaluate_teacher=not args.skip_teacher_eval
+        )
         student.save_pretrained(args.out / "student")
-        evals = {"student": evaluate_policy(student, tasks, backend, n=args.eval, seed=args.eval_seed)}
-        if not args.skip_teacher_eval:
-            evals["teacher"] = evaluate_policy(teacher, tasks, backend, n=args.eval, seed=args.eval_seed)
-            # Held-out agreement: the teacher's own evaluation episodes, labelled by it.
-            held_out = distiller.from_trajectories(evals["teacher"].trajectories)
-            report["held_out_action_error"] = distiller.agreement(student, held_out)
-    c = teacher.config
-    probe = ChunkDataset.from_segments(probe_segments, c.chunk, c.image_size if c.use_image else None)
+    probe_segments = next(segs for segs in segments.values() if segs) if args.segments else None
+    probe_segments = (probe_segments or library.segments(next(iter(tasks.values())).skill))[:4]
+    probe = ChunkDataset.from_segments(probe_segments, teacher.config.chunk, distiller.image_size)
     for name, policy in (("teacher", teacher), ("student", student)):
-        report[name] = {
-            "checkpoint": str(args.teacher if name == "teacher" else args.out / "student"),
-            "parameters": sum(p.numel() for p in policy.parameters()),
-            "latency_1_ms": 1e3 * act_latency(policy, probe, 1),
-            "latency_16_ms": 1e3 * act_latency(policy, probe, 16),
-        }
-        if name in evals:
-            report[name].update(success=evals[name].success_rate, reasons=evals[name].reasons)
+        report.setdefault(name, {"success": {}})
+        report[name].update(
+            checkpoint=str(checkpoint if name == "teacher" else args.out / "student"),
+            parameters=sum(p.numel() for p in policy.parameters()),
+            latency_1_ms=1e3 * act_latency(policy, probe, 1),
+            latency_16_ms=1e3 * act_latency(policy, probe, 16),
+        )
     report["student"]["bytes"] = (args.out / "student" / WEIGHTS_NAME).stat().st_size
-    report["teacher"]["bytes"] = (args.teacher / WEIGHTS_NAME).stat().st_size
-    report.update(skill=args.skill, eval_tasks=args.eval, eval_seed=args.eval_seed, args=vars(args))
+    report["teacher"]["bytes"] = (checkpoint / WEIGHTS_NAME).stat().st_size
+    report.update(eval_tasks=args.eval, eval_seed=args.eval_seed, args=vars(args))
     (args.out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
 
     t, s = report["teacher"], report["student"]
-    teacher_success = f"{t['success']:.0%}" if "success" in t else "-"
     print(
         "\n| skill | teacher success | student success | held-out tasks | parameters teacher / student "
         "| act() 1 / 16 envs teacher | student | distil time |"
     )
     print("|---|--:|--:|--:|--:|--:|--:|--:|")
-    print(
-        f"| {args.skill} | {teacher_success} | {s['success']:.0%} | {args.eval} | "
-        f"{t['parameters']:,} / {s['parameters']:,} | "
-        f"{t['latency_1_ms']:.2f} / {t['latency_16_ms']:.2f} ms | "
-        f"{s['latency_1_ms']:.2f} / {s['latency_16_ms']:.2f} ms | {report['seconds']:.0f} s |"
-    )
+    for skill in tasks:
+        teacher_success = f"{t['success'][skill]:.0%}" if skill in t["success"] else "-"
+        print(
+            f"| {skill} | {teacher_success} | {s['success'][skill]:.0%} | {args.eval} | "
+            f"{t['parameters']:,} / {s['parameters']:,} | "
+            f"{t['latency_1_ms']:.2f} / {t['latency_16_ms']:.2f} ms | "
+            f"{s['latency_1_ms']:.2f} / {s['latency_16_ms']:.2f} ms | {report['seconds']:.0f} s |"
+        )
     return 0
 
 

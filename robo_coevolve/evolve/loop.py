@@ -51,6 +51,7 @@ import torch
 
 from robo_coevolve.coevolve import AnswerSearch, TaskAdversary, TaskPool, TaskSynthesizer
 from robo_coevolve.evolve import plots
+from robo_coevolve.evolve.distillation import DistillSettings, distil_run
 from robo_coevolve.evolve.run_state import (
     CHECKPOINTS,
     METRICS_FILE,
@@ -316,6 +317,8 @@ class EvolutionLoop:
         video: per-iteration videos of the node's evaluation (best success and a typical failure).
         config: the resolved run config (stored; a resume with a different one is refused).
         coevolve: task co-evolution (off by default).
+        distill: the last stage, once the budget ends: the policy distilled into another, e.g. the
+            image policy (``evolve.distillation``; off by default).
     """
 
     def __init__(
@@ -334,6 +337,7 @@ class EvolutionLoop:
         video: VideoSettings = VideoSettings(),
         config: dict[str, Any] | None = None,
         coevolve: CoEvolveSettings = CoEvolveSettings(),
+        distill: DistillSettings | None = None,
     ):
         if budget.until is not None:
             for name in budget.until:
@@ -354,6 +358,7 @@ class EvolutionLoop:
         self.video = video
         self.config = config or {}
         self.coevolve = coevolve
+        self.distill = distill or DistillSettings()
         self.pools: dict[str, TaskPool] = {}
         self.policy: VLAPolicy | None = None
         self.library: SkillLibrary | None = None
@@ -367,9 +372,24 @@ class EvolutionLoop:
         while (reason := self._stop_reason()) is None:
             self.iteration(self.state.iteration + 1)
         summary = self.summary(reason)
+        if self.distill.enabled and self.policy is not None:
+            summary["distilled"] = self._distil()
         (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         self._plots()
         return summary
+
+    def _distil(self) -> dict[str, Any]:
+        """The last stage (``evolve.distillation``) on every node the policy was evaluated on."""
+        nodes = [n for n in self.tree.nodes if self.tree.latest_success(n.name) is not None]
+        seeds = {n.name: self._eval_seed(n) for n in nodes}
+        args = (self.state.checkpoint, self.library, nodes, seeds, self.backend, self.output_dir)
+        report = distil_run(self.distill, self.policy, *args)
+        return {
+            "student": report["student"]["success"],
+            "teacher": report["teacher"]["success"],
+            "holds": report["holds"],
+            "seconds": report["seconds"],
+        }
 
     def _start(self) -> None:
         self.output_dir.mkdir(parents=True, exist_ok=True)

@@ -1,21 +1,30 @@
-"""Distillation: a small state-only student of a (vision) teacher policy.
+"""Distillation: a student policy trained on a teacher policy's actions.
 
-The teacher (e.g. the image policy: camera + instruction + proprioception + time) labels states
-with the action chunk it would execute there: its most probable component's delta chunk, clipped
-as ``predict_chunk`` clips it, taken from the previous command. The student (a small ``VLAPolicy``
-reading proprioception, the egg state, the time and the instruction, no camera) is trained by
-the trainer's loss, its mixture NLL, on those labels; a ``predict_end`` teacher also labels where
-it deems the motion over (chunk steps with an end probability above its threshold), which the
-student's end head learns. The labelled states come from
+The teacher labels states with the action chunk it would execute there: its most probable
+component's delta chunk, clipped as ``predict_chunk`` clips it, taken from the previous command.
+The student is trained by the trainer's loss, its mixture NLL, on those labels; a
+``predict_end`` teacher also labels where it deems the motion over (chunk steps with an end
+probability above its threshold), which the student's end head learns. Two directions:
+
+- **compression** (the default student): the image policy (camera + instruction +
+  proprioception + time) into a small state-only ``VLAPolicy`` (proprioception, the egg state,
+  the time and the instruction, no camera);
+- **privileged teacher** (``student=`` an image ``PolicyConfig``): the state policy, which reads
+  the simulator's egg state, into a policy that sees only the camera, as in "Learning by
+  Cheating" (Chen et al., 2019): the loop's fast state policy learns the skills, and the image
+  policy learns from one consistent teacher instead of the explorer's many demonstrations.
+
+The labelled states come from
 
 1. the library's segments (the states the teacher was cloned on);
 2. the teacher's own closed-loop episodes on fresh tasks (the states the teacher really visits);
 3. optionally, DAgger rounds: the student's own closed-loop episodes, labelled by the teacher,
    so the student also learns what the teacher would do where the student drifts to.
 
-Each episode is re-simulated once (``Trajectory.observations``) to recover the teacher's images
-and the student's egg state at every step. Each round trains a fresh student on everything
-gathered so far (DAgger's aggregate), with normalisation from that data.
+Each episode is re-simulated once (``Trajectory.observations``) to recover the images and the
+egg state at every step. Several task distributions (one per skill) share one student: each
+contributes its own episodes. Each round trains a fresh student on everything gathered so far
+(DAgger's aggregate), with normalisation from that data.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +42,7 @@ from robo_coevolve.explore.backend import RolloutBackend
 from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.explore.policies import command_as_action
 from robo_coevolve.learn.dataset import ChunkDataset
+from robo_coevolve.learn.evaluator import evaluate_policy
 from robo_coevolve.learn.trainer import BCTrainer, TrainConfig
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
 from robo_coevolve.segment import Segment
@@ -47,12 +57,14 @@ class DistillConfig:
     """Distillation settings.
 
     Args:
-        hidden: the student's width.
-        use_language: give the student the instruction (FiLM); None copies the teacher's setting.
-        teacher_rollouts: the teacher's closed-loop episodes on fresh tasks, labelled.
+        hidden: the default (state-only) student's width.
+        use_language: give the default student the instruction (FiLM); None copies the teacher's
+            setting.
+        teacher_rollouts: the teacher's closed-loop episodes on fresh tasks, labelled (per task
+            distribution).
         dagger_rounds: rounds of the student's own episodes labelled by the teacher, each followed
             by retraining on everything gathered.
-        dagger_rollouts: the student's episodes per DAgger round.
+        dagger_rollouts: the student's episodes per DAgger round (per task distribution).
         task_seed: seed of the fresh tasks of those episodes; keep it away from evaluation seeds
             (``evaluate_policy`` draws from 10,000 by default).
         label_batch: states per teacher call when labelling.
@@ -103,25 +115,65 @@ def student_config(
     )
 
 
+def image_size(teacher: PolicyConfig, student: PolicyConfig) -> int | None:
+    """The camera images distillation renders (None: neither reads the camera); raises
+    ``ValueError`` for a student that cannot learn the teacher's labels: another chunk or action
+    space, or the camera at another size."""
+    for name in ("chunk", "action_dim", "action_mode"):
+        if getattr(student, name) != getattr(teacher, name):
+            raise ValueError(
+                f"the student's {name}={getattr(student, name)!r} differs from the teacher's "
+                f"{getattr(teacher, name)!r}: it learns the teacher's chunks, so set it to the teacher's"
+            )
+    sizes = sorted({c.image_size for c in (teacher, student) if c.use_image})
+    if len(sizes) > 1:
+        raise ValueError(
+            f"teacher and student read the camera at {sizes[0]} and {sizes[1]} px: "
+            "give the student the teacher's image_size"
+        )
+    return sizes[0] if sizes else None
+
+
+def success_by_skill(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """Success rate of ``trajectories`` per skill of their tasks."""
+    skills = sorted({t.task.skill for t in trajectories})
+    return {s: float(np.mean([t.success for t in trajectories if t.task.skill == s])) for s in skills}
+
+
+def _percent(rates: dict[str, float]) -> str:
+    return ", ".join(f"{name} {rate:.0%}" for name, rate in rates.items())
+
+
 def count_parameters(policy: torch.nn.Module) -> int:
     """Trainable weights (the frozen sentence encoder is not part of a policy)."""
     return sum(p.numel() for p in policy.parameters())
 
 
 class Distiller:
-    """Distils ``teacher`` into a small state-only student; see the module docstring.
+    """Distils ``teacher`` into a student; see the module docstring.
 
     Args:
         teacher: the policy to imitate (any ``VLAPolicy``; it is only queried).
         backend: where the closed-loop episodes run.
         config: distillation settings.
+        student: the student's configuration; None for the small state-only student of
+            :func:`student_config` (``config.hidden`` wide). Its chunk and action space must be the
+            teacher's, and where both read the camera, at the same size.
     """
 
-    def __init__(self, teacher: VLAPolicy, backend: RolloutBackend, config: DistillConfig | None = None):
+    def __init__(
+        self,
+        teacher: VLAPolicy,
+        backend: RolloutBackend,
+        config: DistillConfig | None = None,
+        student: PolicyConfig | None = None,
+    ):
         self.teacher = teacher.eval()
         self.backend = backend
         self.config = config or DistillConfig()
-        self.student_config = student_config(teacher.config, self.config.hidden, self.config.use_language)
+        t = teacher.config
+        self.student_config = student or student_config(t, self.config.hidden, self.config.use_language)
+        self.image_size = image_size(t, self.student_config)  # the images the labelled data carry
 
     # ------------------------------------------------------------------------------ labels
     @torch.no_grad()
@@ -154,19 +206,20 @@ class Distiller:
         }
 
     def _labelled(self, data: ChunkDataset) -> ChunkDataset:
-        """``data`` with the teacher's chunks (and ends) as targets, and no images."""
+        """``data`` with the teacher's chunks (and ends) as targets, and images only where the
+        student reads them."""
         deltas, mask = self.label(self._teacher_inputs(data))
-        return dataclasses.replace(data, deltas=deltas, mask=mask, image=None)
+        image = data.image if self.student_config.use_image else None
+        return dataclasses.replace(data, deltas=deltas, mask=mask, image=image)
 
     def from_segments(self, segments: Sequence[Segment]) -> ChunkDataset:
         """The library's states, labelled by the teacher."""
-        c = self.teacher.config
-        data = ChunkDataset.from_segments(segments, c.chunk, c.image_size if c.use_image else None)
+        data = ChunkDataset.from_segments(segments, self.teacher.config.chunk, self.image_size)
         return self._labelled(data)
 
     def from_trajectories(self, trajectories: Sequence[Trajectory]) -> ChunkDataset:
         """The states before every action of ``trajectories`` (closed-loop episodes from a reset),
-        re-simulated for the teacher's images and the egg state, labelled by the teacher."""
+        re-simulated for the images and the egg state, labelled by the teacher."""
         c = self.teacher.config
         parts = {k: [] for k in ("proprio", "egg", "time", "image", "segment_index")}
         instructions: list[str] = []
@@ -174,12 +227,12 @@ class Distiller:
             t = len(traj)
             if t == 0:
                 continue
-            obs = traj.observations(image_size=c.image_size if c.use_image else None)
+            obs = traj.observations(image_size=self.image_size)
             parts["proprio"].append(obs["proprio"][:t])
             parts["egg"].append(obs["egg"][:t])
             # The time the policy counts in act(): control steps since the reset.
             parts["time"].append(np.arange(t, dtype=np.float32) / np.float32(traj.control_hz))
-            if c.use_image:
+            if self.image_size:
                 parts["image"].append(obs["image"][:t])
             parts["segment_index"].append(np.full(t, i))
             instructions += [traj.task.instruction] * t
@@ -195,16 +248,24 @@ class Distiller:
             mask=np.ones((n, chunk), np.float32),
             segment_index=np.concatenate(parts["segment_index"]),
             time=np.concatenate(parts["time"]),
-            image=np.concatenate(parts["image"]) if c.use_image else None,
+            image=np.concatenate(parts["image"]) if self.image_size else None,
         )
         return self._labelled(data)
 
     # ----------------------------------------------------------------------------- episodes
     def rollouts(
-        self, policy: VLAPolicy, tasks: TaskDistribution, n: int, seed: int, **meta
+        self,
+        policy: VLAPolicy,
+        tasks: TaskDistribution | Sequence[TaskDistribution],
+        n: int,
+        seed: int,
+        **meta,
     ) -> list[Trajectory]:
-        """``n`` noiseless closed-loop episodes of ``policy`` on tasks drawn with ``seed``."""
-        drawn = tasks.sample_many(np.random.default_rng(seed), n)
+        """``n`` noiseless closed-loop episodes of ``policy`` on tasks of each distribution of
+        ``tasks``, the ``j``-th drawn with ``seed + 1000 * j``."""
+        every = [tasks] if isinstance(tasks, TaskDistribution) else list(tasks)
+        rngs = [np.random.default_rng(seed + 1000 * j) for j in range(len(every))]
+        drawn = [t for d, rng in zip(every, rngs, strict=True) for t in d.sample_many(rng, n)]
         return self.backend.run_policy(policy, [PolicyEpisode(t, meta=dict(meta)) for t in drawn])
 
     # ------------------------------------------------------------------------------ training
@@ -226,15 +287,21 @@ class Distiller:
             return float("nan")
         e = valid.shape[1]
         obs = {"proprio": data.proprio, "egg": data.egg, "time": data.time, "instruction": data.instruction}
+        if student.config.use_image:
+            obs["image"] = data.image
         predicted = student.predict_chunk(obs)[:, :e]
         target = np.clip(command_as_action(data.proprio)[:, None, :] + data.deltas[:, :e], -1.0, 1.0)
         return float((np.abs(predicted - target).mean(-1) * valid).sum() / valid.sum())
 
     def distill(
-        self, segments: Sequence[Segment], tasks: TaskDistribution, output_dir=None
+        self,
+        segments: Sequence[Segment],
+        tasks: TaskDistribution | Sequence[TaskDistribution],
+        output_dir=None,
     ) -> tuple[VLAPolicy, dict]:
-        """The student distilled from ``segments`` and closed-loop episodes on ``tasks``, and a
-        report (samples per source, teacher and student episode success, agreement, timings)."""
+        """The student distilled from ``segments`` and closed-loop episodes on ``tasks`` (one
+        distribution, or one per skill), and a report (samples per source, teacher and student
+        episode success per skill, agreement, timings)."""
         c = self.config
         start = time.perf_counter()
         sources: list[ChunkDataset] = []
@@ -247,7 +314,7 @@ class Distiller:
             sources.append(self.from_trajectories(trajs))
             report["teacher_rollouts"] = {
                 "episodes": len(trajs),
-                "success": float(np.mean([t.success for t in trajs])),
+                "success": success_by_skill(trajs),
                 "samples": len(sources[-1]),
             }
         if not sources:
@@ -261,7 +328,9 @@ class Distiller:
                     student, tasks, c.dagger_rollouts, c.task_seed + round_, source=f"student round {round_}"
                 )
                 sources.append(self.from_trajectories(trajs))
-                report["rounds"][-1]["student_rollout_success"] = float(np.mean([t.success for t in trajs]))
+                rates = success_by_skill(trajs)
+                report["rounds"][-1]["student_rollout_success"] = rates
+                log.info("distill round %d's student: %s", round_ - 1, _percent(rates))
             data = ChunkDataset.concat(sources)
             out = None if output_dir is None else f"{output_dir}/round_{round_}"
             student, fit = self.train_student(data, out)
@@ -278,4 +347,39 @@ class Distiller:
         report["seconds"] = time.perf_counter() - start
         report["student_parameters"] = count_parameters(student)
         report["teacher_parameters"] = count_parameters(self.teacher)
+        return student, report
+
+    def distill_skills(
+        self,
+        tasks: Mapping[str, TaskDistribution],
+        segments: Mapping[str, Sequence[Segment]],
+        evaluation: Mapping[str, tuple[int, int]],
+        output_dir=None,
+        evaluate_teacher: bool = True,
+    ) -> tuple[VLAPolicy, dict]:
+        """:meth:`distill` on every skill of ``tasks`` (name -> its distribution) from its
+        ``segments``, then the student, and the teacher, without noise on ``evaluation[name] =
+        (n, seed)`` held-out tasks of each (the same tasks for both). The report adds, per policy,
+        ``success`` and failure ``reasons`` per skill, and the student's ``held_out_action_error``
+        on the teacher's evaluation episodes, which it never trained on."""
+        every = [seg for name in tasks for seg in segments.get(name, ())]
+        student, report = self.distill(every, list(tasks.values()), output_dir)
+        report["skills"] = list(tasks)
+        held_out: list[Trajectory] = []
+        for name, policy in (("student", student), ("teacher", self.teacher)):
+            if name == "teacher" and not evaluate_teacher:
+                continue
+            results = {
+                skill: evaluate_policy(policy, tasks[skill], self.backend, n=n, seed=seed)
+                for skill, (n, seed) in evaluation.items()
+            }
+            report[name] = {
+                "success": {skill: r.success_rate for skill, r in results.items()},
+                "reasons": {skill: r.reasons for skill, r in results.items()},
+            }
+            if name == "teacher":
+                held_out = [t for r in results.values() for t in r.trajectories]
+            log.info("distilled: the %s succeeds %s", name, _percent(report[name]["success"]))
+        if held_out:
+            report["held_out_action_error"] = self.agreement(student, self.from_trajectories(held_out))
         return student, report

@@ -3,13 +3,15 @@
 Every component is built here, before any work starts, so a bad override fails in a second with
 a message naming it: the skill tree (``skill_tree``), the policy (``policy``), behaviour cloning
 (``train``), the explorer's search and schedule (``explore``), the refiner (``refine``), task
-co-evolution (``coevolve``) and the budget (``budget``). The run directory then receives what
+co-evolution (``coevolve``), the budget (``budget``) and the last stage's distillation
+(``distill``). The run directory then receives what
 ``EvolutionLoop`` writes; running the job again on the same directory resumes it.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import hydra
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
+from robo_coevolve.evolve.distillation import DistillSettings
 from robo_coevolve.evolve.loop import (
     Budget,
     CoEvolveSettings,
@@ -24,6 +27,7 @@ from robo_coevolve.evolve.loop import (
     TrainSettings,
     VideoSettings,
 )
+from robo_coevolve.learn.distill import image_size
 from robo_coevolve.workspace.explore import backend_config, search_settings
 
 log = logging.getLogger(__name__)
@@ -69,6 +73,18 @@ class EvolveWorkspace:
             raise ConfigError(
                 "coevolve must build CoEvolveSettings (check its _target_): use coevolve=default or off"
             )
+        self.distill = build(cfg.distill, "distill") if "distill" in cfg else DistillSettings()
+        if not isinstance(self.distill, DistillSettings):
+            raise ConfigError(
+                "distill must build DistillSettings (check its _target_): use distill=image or off"
+            )
+        if self.distill.enabled:
+            student = self.distill.student.to_dict()
+            self.distill = replace(self.distill, student={**student, "control_hz": float(cfg.env.control_hz)})
+            try:
+                image_size(self.policy_config, self.distill.student)
+            except ValueError as err:
+                raise ConfigError(f"config group 'distill': {err}") from None
         try:
             self.search = search_settings(e)
             if isinstance(video, DictConfig):
@@ -95,9 +111,11 @@ class EvolveWorkspace:
 
     def stored_config(self) -> dict[str, Any]:
         """The config a resumed run must match: all but the budget (a tree may be continued with
-        more) and where it runs (workers)."""
+        more), where it runs (workers) and the last stage's distillation (a finished run may be
+        distilled later)."""
         c = OmegaConf.to_container(self.cfg, resolve=True)
         c.pop("budget", None)
+        c.pop("distill", None)
         c.get("explore", {}).pop("backend", None)
         return c
 
@@ -123,6 +141,7 @@ class EvolveWorkspace:
                 video=self.video,
                 config=self.stored_config(),
                 coevolve=self.coevolve,
+                distill=self.distill,
             )
             summary = loop.run()
         finally:
@@ -136,6 +155,12 @@ class EvolveWorkspace:
         for name, status in summary["status"].items():
             s = summary["success"][name]
             print(f"{name:8} {status:9} {'-' if s is None else f'{s:.0%}':>15}")
+        distilled = summary.get("distilled")
+        if distilled:
+            bars = {n.name: n.mastery for n in self.tree.nodes}
+            print(f"distilled into the student ({'holds' if distilled['holds'] else 'misses'} every bar):")
+            for name, s in distilled["student"].items():
+                print(f"{name:8} {'held' if s >= bars[name] else 'missed':9} {s:>15.0%}")
         print(
             f"outputs in {self.output_dir}: metrics.jsonl, progress.png, skill_tree.png, videos/, library/, "
             "checkpoints/"

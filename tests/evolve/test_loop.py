@@ -4,6 +4,7 @@ artefact, a SIGKILLed run resumes to the same library and metrics, bad overrides
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -177,6 +178,74 @@ def test_scripts_show_evaluate_plot_and_render_a_run(uninterrupted, tmp_path):
     assert "scoop_0.mp4" in out and (tmp_path / "videos" / "scoop_0.mp4").stat().st_size > 1000
 
 
+# The last stage at a token size: a few labelled segments and episodes, 20 training steps.
+DISTIL = [
+    "distill=image",
+    "distill.segments=4",
+    "distill.teacher_rollouts=2",
+    "distill.dagger_rounds=1",
+    "distill.dagger_rollouts=1",
+    "distill.steps=20",
+    "distill.batch_size=32",
+    "distill.eval_tasks=2",
+]
+
+
+def test_the_last_stage_distils_the_runs_policy_into_the_image_policy(uninterrupted, tmp_path):
+    """``distill=image`` on a finished run: the loop has nothing left to do, and its policy is
+    distilled into the camera policy on every node it evaluated; run again, it is not redone."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted, run_dir)
+    proc = run(run_dir, *DISTIL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report_file = run_dir / "distilled" / "report.json"
+    report = json.loads(report_file.read_text())
+    assert report["skills"] == ["scoop", "flip"] and report["teacher_checkpoint"] == "checkpoints/iter_0002"
+    assert report["eval_tasks"] == {"scoop": 2, "flip": 2} and report["bars"]["flip"] == 0.9
+    assert [set(r.get("student_rollout_success", {})) for r in report["rounds"]] == [{"scoop", "flip"}, set()]
+    assert report["teacher_rollouts"]["episodes"] == 4
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["distilled"]["student"] == report["student"]["success"]
+    assert summary["distilled"]["holds"] == report["holds"]
+    assert "distilled into the student" in proc.stdout
+    student = VLAPolicy.from_pretrained(run_dir / "distilled" / "student").config
+    assert student.use_image and not student.use_egg_state and student.control_hz == 50.0
+    assert metrics(run_dir) == metrics(uninterrupted)  # no iteration ran
+    assert not (run_dir / ".distilled.tmp").exists()
+    written = report_file.stat().st_mtime_ns
+    again = run(run_dir, *DISTIL)
+    assert again.returncode == 0 and "already distilled" in again.stdout + again.stderr
+    assert report_file.stat().st_mtime_ns == written
+
+
+def test_the_distil_script_reads_a_run(uninterrupted, tmp_path):
+    """scripts/distill_policy.py on a run directory: its latest checkpoint, library and nodes (the
+    default student: small and state-only)."""
+    out = tmp_path / "student"
+    tiny = ["--segments", "4", "--rollouts", "2", "--rounds", "0", "--steps", "20", "--batch", "32"]
+    table = script("distill_policy.py", str(uninterrupted), "--out", str(out), *tiny, "--eval", "2").stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["skills"] == ["scoop", "flip"] and set(report["student"]["success"]) == {"scoop", "flip"}
+    assert report["teacher"]["checkpoint"].endswith("checkpoints/iter_0002")
+    assert "| scoop |" in table and "| flip |" in table
+    assert VLAPolicy.from_pretrained(out / "student").config.hidden == 128
+    bad = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPTS / "distill_policy.py"),
+            str(uninterrupted),
+            "--skill",
+            "flop",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert bad.returncode == 2 and "has no node ['flop']" in bad.stderr
+
+
 def test_resuming_with_another_config_is_refused(uninterrupted, tmp_path):
     proc = run(uninterrupted, "train.train.lr=0.01")
     assert proc.returncode != 0
@@ -212,6 +281,23 @@ def test_an_invalid_override_names_the_problem_when_the_job_is_built(tmp_path, o
 
     with pytest.raises(ConfigError) as e:
         EvolveWorkspace(compose(override), tmp_path / "run")
+    for w in words:
+        assert w in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        (["distill.dagger_rounds=-1"], ["distill", "dagger_rounds=-1 must be >= 0"]),
+        (["distill.student.image_size=8"], ["distill", "image_size must be >= 16"]),
+        (["policy.chunk=4", "policy.execute=2"], ["distill", "chunk=8 differs from the teacher's 4"]),
+    ],
+)
+def test_an_invalid_distillation_names_the_problem_when_the_job_is_built(tmp_path, overrides, words):
+    from robo_coevolve.workspace.evolve import ConfigError, EvolveWorkspace
+
+    with pytest.raises(ConfigError) as e:
+        EvolveWorkspace(compose("distill=image", *overrides), tmp_path / "run")
     for w in words:
         assert w in str(e.value)
 

@@ -128,3 +128,65 @@ def test_a_teacher_that_knows_its_end_labels_it_for_the_student(segments):
         data = Distiller(teacher, backend).from_segments(segments[:2])
     assert student_config(teacher.config).predict_end
     np.testing.assert_array_equal(data.mask, np.broadcast_to(np.arange(config.chunk) < 5, data.mask.shape))
+
+
+@pytest.fixture(scope="module")
+def state_teacher(segments):
+    """A tiny state policy (egg state, no camera), briefly cloned: the privileged teacher."""
+    torch.manual_seed(0)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    policy = VLAPolicy(PolicyConfig(use_image=False, use_egg_state=True, use_language=False, hidden=32))
+    data = ChunkDataset.from_segments(segments, policy.config.chunk)
+    BCTrainer(policy, TrainConfig(steps=150, batch_size=64, eval_every=50, progress=False)).fit(data)
+    torch.set_num_threads(before)
+    return policy.eval()
+
+
+IMAGE_STUDENT = PolicyConfig(
+    use_image=True, image_size=32, use_egg_state=False, use_language=False, hidden=32
+)
+
+
+def test_an_image_student_of_a_state_teacher_learns_the_teachers_actions_from_the_camera(
+    state_teacher, segments
+):
+    """Privileged teacher: the labelled data carry the camera images the student reads (rendered
+    from the stored and re-simulated states), and the student, which sees no egg state, fits the
+    teacher's actions on held-out episodes far better than an untrained one."""
+    train = TrainConfig(steps=300, batch_size=64, eval_every=100, patience=100, progress=False)
+    config = DistillConfig(teacher_rollouts=3, dagger_rounds=0, train=train)
+    tasks = TaskDistribution.for_skill("scoop")
+    with LocalBackend(workers=1) as backend:
+        distiller = Distiller(state_teacher, backend, config, student=IMAGE_STUDENT)
+        assert distiller.image_size == 32
+        library = distiller.from_segments(segments[:2])
+        assert library.image.shape == (len(library), 32, 32, 3) and library.image.std() > 10
+        student, report = distiller.distill(segments, tasks)
+        held_out = distiller.from_trajectories(distiller.rollouts(state_teacher, tasks, 3, seed=777))
+    assert student.config == IMAGE_STUDENT
+    assert held_out.image is not None and len(held_out.image) == len(held_out)
+    assert set(report["teacher_rollouts"]["success"]) == {"scoop"}
+    error = distiller.agreement(student, held_out)
+    torch.manual_seed(1)
+    untrained = distiller.agreement(VLAPolicy(IMAGE_STUDENT).eval(), held_out)
+    e = state_teacher.config.execute
+    target = np.clip(command_as_action(held_out.proprio)[:, None] + held_out.deltas[:, :e], -1, 1)
+    hold = float(np.abs(target - command_as_action(held_out.proprio)[:, None]).mean())
+    # Measured: error 7e-4, hold 5e-3, untrained 0.49.
+    assert error < 0.3 * hold and error < 0.02 * untrained, (error, hold, untrained)
+
+
+def test_episodes_of_several_skills_and_students_that_cannot_learn_the_teacher(state_teacher, teacher):
+    tasks = [TaskDistribution.for_skill("scoop"), TaskDistribution.for_skill("flip")]
+    with LocalBackend(workers=1) as backend:
+        distiller = Distiller(state_teacher, backend, DistillConfig(teacher_rollouts=0, dagger_rounds=0))
+        trajs = distiller.rollouts(state_teacher, tasks, 2, seed=5)
+        assert [t.task.skill for t in trajs] == ["scoop", "scoop", "flip", "flip"]
+        # The first distribution draws what it would alone.
+        alone = TaskDistribution.for_skill("scoop").sample_many(np.random.default_rng(5), 2)
+        assert [t.task.seed for t in trajs[:2]] == [t.seed for t in alone]
+        with pytest.raises(ValueError, match="chunk=4 differs from the teacher's 8"):
+            Distiller(state_teacher, backend, student=PolicyConfig(chunk=4, execute=2))
+        with pytest.raises(ValueError, match="32 and 64 px: give the student the teacher's image_size"):
+            Distiller(teacher, backend, student=PolicyConfig(image_size=64))
