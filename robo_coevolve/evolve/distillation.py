@@ -52,7 +52,7 @@ class DistillSettings:
     student: PolicyConfig | None = None
     segments: int = 300
     teacher_rollouts: int = 100
-    dagger_rounds: int = 3
+    dagger_rounds: int = 1
     dagger_rollouts: int = 100
     steps: int = 3000
     batch_size: int = 256

@@ -32,6 +32,9 @@ Then the iteration commits: checkpoint, metrics line, videos, plots, and ``state
 random draw of iteration ``k`` comes from ``SeedSequence([seed, k])`` and the policy is saved and
 reloaded bit for bit, so a run killed at any moment and resumed (``run()`` again on the same run
 directory) ends exactly as an uninterrupted one would.
+
+When the budget ends, an optional last stage distils the policy into another, e.g. the image
+policy (``DistillSettings``, ``evolve.distillation``).
 """
 
 from __future__ import annotations
