@@ -158,7 +158,9 @@ class EvolveWorkspace:
         distilled = summary.get("distilled")
         if distilled:
             bars = {n.name: n.mastery for n in self.tree.nodes}
-            print(f"distilled into the student ({'holds' if distilled['holds'] else 'misses'} every bar):")
+            held = "holds every bar" if distilled["holds"] else "misses a bar"
+            minutes = distilled["seconds"] / 60
+            print(f"distilled into the student in {minutes:.1f} min ({held}), in distilled/:")
             for name, s in distilled["student"].items():
                 print(f"{name:8} {'held' if s >= bars[name] else 'missed':9} {s:>15.0%}")
         print(
