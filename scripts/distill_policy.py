@@ -39,6 +39,7 @@ from robo_coevolve.library import LibraryError, SkillLibrary  # noqa: E402
 from robo_coevolve.policy import PolicyConfig, PolicyConfigError, VLAPolicy  # noqa: E402
 from robo_coevolve.policy.vla import WEIGHTS_NAME  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
+from robo_coevolve.workspace.evolve import build  # noqa: E402
 
 
 def act_latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int = 50) -> float:
@@ -55,15 +56,11 @@ def act_latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int 
 
 
 def student_from_yaml(path: Path) -> PolicyConfig:
-    """A ``PolicyConfig`` from a policy config file of ``conf/policy/`` (``_target_`` dropped)."""
-    values = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    if not isinstance(values, dict):
-        raise PolicyConfigError(f"{path} holds no mapping of PolicyConfig fields")
-    values.pop("_target_", None)
-    try:
-        return PolicyConfig(**values)
-    except TypeError as e:
-        raise PolicyConfigError(f"{path}: {e} (the fields are PolicyConfig's, as in conf/policy/)") from e
+    """The ``PolicyConfig`` a policy config file (as in ``conf/policy/``) builds."""
+    config = build(OmegaConf.load(path), str(path))
+    if not isinstance(config, PolicyConfig):
+        raise PolicyConfigError(f"{path} does not build a PolicyConfig: use a file of conf/policy/")
+    return config
 
 
 def load_teacher(args) -> tuple[Path, SkillLibrary, dict[str, TaskDistribution]]:
@@ -124,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     except (PolicyConfigError, LibraryError, FileNotFoundError, KeyError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    empty = [s for s, segs in segments.items() if args.segments and not segs]
+    empty = [s for s, d in tasks.items() if not library.count(d.skill)]
     if empty:
         print(f"error: skill library {library.root} has no segments of {empty}", file=sys.stderr)
         return 2
@@ -153,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
             tasks, segments, evaluation, args.out, evaluate_teacher=not args.skip_teacher_eval
         )
         student.save_pretrained(args.out / "student")
-    probe_segments = next(segs for segs in segments.values() if segs) if args.segments else None
-    probe_segments = (probe_segments or library.segments(next(iter(tasks.values())).skill))[:4]
+    # Latency inputs: a few real library states of the first skill.
+    first = next(iter(tasks))
+    probe_segments = segments[first][:4] or library.segments(tasks[first].skill)[:4]
     probe = ChunkDataset.from_segments(probe_segments, teacher.config.chunk, distiller.image_size)
     for name, policy in (("teacher", teacher), ("student", student)):
         report.setdefault(name, {"success": {}})

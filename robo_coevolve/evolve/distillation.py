@@ -63,14 +63,13 @@ class DistillSettings:
     def __post_init__(self) -> None:
         if isinstance(self.student, Mapping):
             object.__setattr__(self, "student", PolicyConfig(**self.student))
-        for name in ("segments", "teacher_rollouts", "dagger_rounds", "dagger_rollouts"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"distill.{name}={getattr(self, name)} must be >= 0")
+        if self.segments < 0:
+            raise ValueError(f"distill.segments={self.segments} must be >= 0")
         if self.student is not None and not (self.segments or self.teacher_rollouts):
             raise ValueError("distill.segments and distill.teacher_rollouts are 0: nothing to distil from")
         if self.eval_tasks is not None and self.eval_tasks < 1:
             raise ValueError(f"distill.eval_tasks={self.eval_tasks} must be >= 1, or null (the nodes')")
-        self.distill_config()  # validates the rest
+        self.distill_config()  # DistillConfig and TrainConfig validate the rest
 
     @property
     def enabled(self) -> bool:

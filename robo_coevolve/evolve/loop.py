@@ -384,9 +384,16 @@ class EvolutionLoop:
     def _distil(self) -> dict[str, Any]:
         """The last stage (``evolve.distillation``) on every node the policy was evaluated on."""
         nodes = [n for n in self.tree.nodes if self.tree.latest_success(n.name) is not None]
-        seeds = {n.name: self._eval_seed(n) for n in nodes}
-        args = (self.state.checkpoint, self.library, nodes, seeds, self.backend, self.output_dir)
-        report = distil_run(self.distill, self.policy, *args)
+        report = distil_run(
+            self.distill,
+            self.policy,
+            self.state.checkpoint,
+            self.library,
+            nodes,
+            eval_seeds={n.name: self._eval_seed(n) for n in nodes},
+            backend=self.backend,
+            output_dir=self.output_dir,
+        )
         return {
             "student": report["student"]["success"],
             "teacher": report["teacher"]["success"],

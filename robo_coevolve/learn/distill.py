@@ -366,9 +366,8 @@ class Distiller:
         student, report = self.distill(every, list(tasks.values()), output_dir)
         report["skills"] = list(tasks)
         held_out: list[Trajectory] = []
-        for name, policy in (("student", student), ("teacher", self.teacher)):
-            if name == "teacher" and not evaluate_teacher:
-                continue
+        policies = {"student": student, **({"teacher": self.teacher} if evaluate_teacher else {})}
+        for name, policy in policies.items():
             results = {
                 skill: evaluate_policy(policy, tasks[skill], self.backend, n=n, seed=seed)
                 for skill, (n, seed) in evaluation.items()

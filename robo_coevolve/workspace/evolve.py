@@ -79,8 +79,8 @@ class EvolveWorkspace:
                 "distill must build DistillSettings (check its _target_): use distill=image or off"
             )
         if self.distill.enabled:
-            student = self.distill.student.to_dict()
-            self.distill = replace(self.distill, student={**student, "control_hz": float(cfg.env.control_hz)})
+            student = replace(self.distill.student, control_hz=float(cfg.env.control_hz))
+            self.distill = replace(self.distill, student=student)
             try:
                 image_size(self.policy_config, self.distill.student)
             except ValueError as err:
