@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--segments", type=int, default=300, help="segments labelled per skill (first N)")
     parser.add_argument("--rollouts", type=int, default=100, help="teacher episodes per skill")
+    parser.add_argument(
+        "--starts", type=int, default=0, help="start states per skill labelled (first observations)"
+    )
     parser.add_argument("--rounds", type=int, default=1, help="DAgger rounds (student episodes)")
     parser.add_argument("--dagger-rollouts", type=int, default=100, help="student episodes per round, skill")
     parser.add_argument("--hidden", type=int, default=128, help="the default student's width")
@@ -125,12 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     if empty:
         print(f"error: skill library {library.root} has no segments of {empty}", file=sys.stderr)
         return 2
-    if not args.segments and not args.rollouts:
-        print("error: nothing to distil from: use --segments and/or --rollouts", file=sys.stderr)
+    if not (args.segments or args.rollouts or args.starts):
+        print("error: nothing to distil from: use --segments, --rollouts or --starts", file=sys.stderr)
         return 2
     config = DistillConfig(
         hidden=args.hidden,
         teacher_rollouts=args.rollouts,
+        start_states=args.starts,
         dagger_rounds=args.rounds,
         dagger_rollouts=args.dagger_rollouts,
         train=TrainConfig(

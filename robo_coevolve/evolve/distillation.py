@@ -11,6 +11,7 @@ same teacher checkpoint, and one cut short by a kill is redone from the start.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -39,6 +40,8 @@ class DistillSettings:
             None: no distillation.
         segments: library segments labelled per node (its first).
         teacher_rollouts: the teacher's noiseless episodes per node on fresh tasks.
+        start_states: start states per node of fresh tasks, labelled without running an
+            episode (each episode has one; a catch is decided by its first chunk).
         dagger_rounds: rounds of the student's own episodes labelled by the teacher.
         dagger_rollouts: the student's episodes per node and round.
         steps: training steps per round (each round trains a fresh student on everything so far).
@@ -52,6 +55,7 @@ class DistillSettings:
     student: PolicyConfig | None = None
     segments: int = 300
     teacher_rollouts: int = 100
+    start_states: int = 0
     dagger_rounds: int = 1
     dagger_rollouts: int = 100
     steps: int = 3000
@@ -65,8 +69,11 @@ class DistillSettings:
             object.__setattr__(self, "student", PolicyConfig(**self.student))
         if self.segments < 0:
             raise ValueError(f"distill.segments={self.segments} must be >= 0")
-        if self.student is not None and not (self.segments or self.teacher_rollouts):
-            raise ValueError("distill.segments and distill.teacher_rollouts are 0: nothing to distil from")
+        if self.student is not None and not (self.segments or self.teacher_rollouts or self.start_states):
+            raise ValueError(
+                "distill.segments, distill.teacher_rollouts and distill.start_states are 0: "
+                "nothing to distil from"
+            )
         if self.eval_tasks is not None and self.eval_tasks < 1:
             raise ValueError(f"distill.eval_tasks={self.eval_tasks} must be >= 1, or null (the nodes')")
         self.distill_config()  # DistillConfig and TrainConfig validate the rest
@@ -78,6 +85,7 @@ class DistillSettings:
     def distill_config(self) -> DistillConfig:
         return DistillConfig(
             teacher_rollouts=self.teacher_rollouts,
+            start_states=self.start_states,
             dagger_rounds=self.dagger_rounds,
             dagger_rollouts=self.dagger_rollouts,
             train=TrainConfig(
@@ -107,11 +115,14 @@ def distil_run(
     holds every bar; and the distiller's own figures (samples, rounds, timings)."""
     output_dir = Path(output_dir)
     final = output_dir / DISTILLED
+    # What the student depends on (torch's thread count only moves the last bits).
+    key = {k: v for k, v in json.loads(json.dumps(dataclasses.asdict(settings))).items() if k != "threads"}
     if (final / REPORT).is_file():
         done = json.loads((final / REPORT).read_text())
-        if done.get("teacher_checkpoint") == checkpoint:
-            log.info("already distilled from %s: %s", checkpoint, final)
+        if done.get("teacher_checkpoint") == checkpoint and done.get("settings") == key:
+            log.info("already distilled from %s with these settings: %s", checkpoint, final)
             return done
+        log.info("distilled before from another checkpoint or with other settings: distilling again")
     tmp = output_dir / f".{DISTILLED}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     distiller = Distiller(teacher, backend, settings.distill_config(), settings.student)
@@ -124,6 +135,7 @@ def distil_run(
     bars = {n.name: n.mastery for n in nodes}
     report.update(
         teacher_checkpoint=checkpoint,
+        settings=key,
         bars=bars,
         holds=all(report["student"]["success"][name] >= bar for name, bar in bars.items()),
         eval_tasks={name: n for name, (n, _) in evaluation.items()},

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.backend import RolloutBackend
 from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.explore.policies import command_as_action
@@ -47,6 +48,7 @@ from robo_coevolve.learn.trainer import BCTrainer, TrainConfig
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
 from robo_coevolve.segment import Segment
 from robo_coevolve.task_distribution import TaskDistribution
+from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,10 @@ class DistillConfig:
             setting.
         teacher_rollouts: the teacher's closed-loop episodes on fresh tasks, labelled (per task
             distribution).
+        start_states: start states of fresh tasks, labelled (per task distribution): the first
+            observation of an episode, drawn without running it. An episode's first chunk is
+            one sample among the ~100 of its episode, yet a catch is decided by it (the egg
+            lands ~10 steps after the reset).
         dagger_rounds: rounds of the student's own episodes labelled by the teacher, each followed
             by retraining on everything gathered.
         dagger_rollouts: the student's episodes per DAgger round (per task distribution).
@@ -75,6 +81,7 @@ class DistillConfig:
     hidden: int = 128
     use_language: bool | None = None
     teacher_rollouts: int = 100
+    start_states: int = 0
     dagger_rounds: int = 1
     dagger_rollouts: int = 100
     task_seed: int = 20_000
@@ -87,7 +94,7 @@ class DistillConfig:
     def __post_init__(self) -> None:
         if self.hidden < 1:
             raise ValueError(f"distill.hidden={self.hidden} must be >= 1")
-        for name in ("teacher_rollouts", "dagger_rounds", "dagger_rollouts"):
+        for name in ("teacher_rollouts", "start_states", "dagger_rounds", "dagger_rollouts"):
             if getattr(self, name) < 0:
                 raise ValueError(f"distill.{name}={getattr(self, name)} must be >= 0")
         if self.label_batch < 1:
@@ -220,7 +227,6 @@ class Distiller:
     def from_trajectories(self, trajectories: Sequence[Trajectory]) -> ChunkDataset:
         """The states before every action of ``trajectories`` (closed-loop episodes from a reset),
         re-simulated for the images and the egg state, labelled by the teacher."""
-        c = self.teacher.config
         parts = {k: [] for k in ("proprio", "egg", "time", "image", "segment_index")}
         instructions: list[str] = []
         for i, traj in enumerate(trajectories):
@@ -238,19 +244,46 @@ class Distiller:
             instructions += [traj.task.instruction] * t
         if not instructions:
             raise ValueError("no steps to distil: every trajectory is empty")
-        chunk = c.chunk
+        return self._labelled(self._unlabelled(parts, instructions))
+
+    def from_starts(
+        self, tasks: TaskDistribution | Sequence[TaskDistribution], n: int, seed: int
+    ) -> ChunkDataset:
+        """The start states of ``n`` fresh tasks of each distribution of ``tasks`` (drawn as
+        :meth:`rollouts` draws them), labelled by the teacher: each task's first observation,
+        exactly as its closed-loop episode would begin, without running the episode."""
+        drawn = self._draw(tasks, n, seed)
+        if not drawn:
+            raise ValueError("no start states to distil: n is 0")
+        parts = {k: [] for k in ("proprio", "egg", "time", "image", "segment_index")}
+        env = EggFlipEnv(task=drawn[0], image_size=self.image_size, privileged=True)
+        try:
+            for i, task in enumerate(drawn):
+                obs, _ = env.reset(seed=task.seed, options={"task": task})
+                parts["proprio"].append(obs["proprio"][None])
+                parts["egg"].append(obs["egg"][None])
+                parts["time"].append(np.zeros(1, np.float32))
+                if self.image_size:
+                    parts["image"].append(obs["image"][None])
+                parts["segment_index"].append(np.full(1, i))
+        finally:
+            env.close()
+        return self._labelled(self._unlabelled(parts, [t.instruction for t in drawn]))
+
+    def _unlabelled(self, parts: dict[str, list[np.ndarray]], instructions: list[str]) -> ChunkDataset:
+        """Rows of ``parts`` (lists of per-episode arrays) with placeholder targets, to be labelled."""
+        c = self.teacher.config
         n = len(instructions)
-        data = ChunkDataset(
+        return ChunkDataset(
             proprio=np.concatenate(parts["proprio"]).astype(np.float32),
             egg=np.concatenate(parts["egg"]).astype(np.float32),
             instruction=instructions,
-            deltas=np.zeros((n, chunk, c.action_dim), np.float32),
-            mask=np.ones((n, chunk), np.float32),
+            deltas=np.zeros((n, c.chunk, c.action_dim), np.float32),
+            mask=np.ones((n, c.chunk), np.float32),
             segment_index=np.concatenate(parts["segment_index"]),
-            time=np.concatenate(parts["time"]),
+            time=np.concatenate(parts["time"]).astype(np.float32),
             image=np.concatenate(parts["image"]) if self.image_size else None,
         )
-        return self._labelled(data)
 
     # ----------------------------------------------------------------------------- episodes
     def rollouts(
@@ -263,10 +296,15 @@ class Distiller:
     ) -> list[Trajectory]:
         """``n`` noiseless closed-loop episodes of ``policy`` on tasks of each distribution of
         ``tasks``, the ``j``-th drawn with ``seed + 1000 * j``."""
+        drawn = self._draw(tasks, n, seed)
+        return self.backend.run_policy(policy, [PolicyEpisode(t, meta=dict(meta)) for t in drawn])
+
+    @staticmethod
+    def _draw(tasks: TaskDistribution | Sequence[TaskDistribution], n: int, seed: int) -> list[TaskSpec]:
+        """``n`` tasks of each distribution of ``tasks``, the ``j``-th drawn with ``seed + 1000 * j``."""
         every = [tasks] if isinstance(tasks, TaskDistribution) else list(tasks)
         rngs = [np.random.default_rng(seed + 1000 * j) for j in range(len(every))]
-        drawn = [t for d, rng in zip(every, rngs, strict=True) for t in d.sample_many(rng, n)]
-        return self.backend.run_policy(policy, [PolicyEpisode(t, meta=dict(meta)) for t in drawn])
+        return [t for d, rng in zip(every, rngs, strict=True) for t in d.sample_many(rng, n)]
 
     # ------------------------------------------------------------------------------ training
     def train_student(self, data: ChunkDataset, output_dir=None) -> tuple[VLAPolicy, dict]:
@@ -317,8 +355,11 @@ class Distiller:
                 "success": success_by_skill(trajs),
                 "samples": len(sources[-1]),
             }
+        if c.start_states:
+            sources.append(self.from_starts(tasks, c.start_states, c.task_seed + 100))
+            report["start_samples"] = len(sources[-1])
         if not sources:
-            raise ValueError("nothing to distil from: no segments and teacher_rollouts=0")
+            raise ValueError("nothing to distil from: no segments, teacher_rollouts=0 and start_states=0")
         report["label_s"] = time.perf_counter() - start
         student = fit = None
         for round_ in range(c.dagger_rounds + 1):

@@ -193,7 +193,8 @@ DISTIL = [
 
 def test_the_last_stage_distils_the_runs_policy_into_the_image_policy(uninterrupted, tmp_path):
     """``distill=image`` on a finished run: the loop has nothing left to do, and its policy is
-    distilled into the camera policy on every node it evaluated; run again, it is not redone."""
+    distilled into the camera policy on every node it evaluated; run again, it is not redone,
+    unless its settings changed."""
     run_dir = tmp_path / "run"
     shutil.copytree(uninterrupted, run_dir)
     proc = run(run_dir, *DISTIL)
@@ -213,9 +214,14 @@ def test_the_last_stage_distils_the_runs_policy_into_the_image_policy(uninterrup
     assert metrics(run_dir) == metrics(uninterrupted)  # no iteration ran
     assert not (run_dir / ".distilled.tmp").exists()
     written = report_file.stat().st_mtime_ns
-    again = run(run_dir, *DISTIL)
+    again = run(run_dir, *DISTIL, "distill.threads=1")
     assert again.returncode == 0 and "already distilled" in again.stdout + again.stderr
     assert report_file.stat().st_mtime_ns == written
+    other = run(run_dir, *DISTIL, "distill.start_states=3")
+    assert other.returncode == 0 and "already distilled" not in other.stdout + other.stderr
+    redone = json.loads(report_file.read_text())
+    assert redone["start_samples"] == 6 and redone["settings"]["start_states"] == 3
+    assert redone["settings"] == {**report["settings"], "start_states": 3}
 
 
 def test_the_distil_script_reads_a_run(uninterrupted, tmp_path):
@@ -289,6 +295,7 @@ def test_an_invalid_override_names_the_problem_when_the_job_is_built(tmp_path, o
     "overrides, words",
     [
         (["distill.dagger_rounds=-1"], ["distill", "dagger_rounds=-1 must be >= 0"]),
+        (["distill.start_states=-1"], ["distill", "start_states=-1 must be >= 0"]),
         (["distill.student.image_size=8"], ["distill", "image_size must be >= 16"]),
         (["policy.chunk=4", "policy.execute=2"], ["distill", "chunk=8 differs from the teacher's 4"]),
     ],

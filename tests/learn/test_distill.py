@@ -190,3 +190,25 @@ def test_episodes_of_several_skills_and_students_that_cannot_learn_the_teacher(s
             Distiller(state_teacher, backend, student=PolicyConfig(chunk=4, execute=2))
         with pytest.raises(ValueError, match="32 and 64 px: give the student the teacher's image_size"):
             Distiller(teacher, backend, student=PolicyConfig(image_size=64))
+
+
+def test_start_states_are_the_first_observations_of_the_episodes_of_the_same_tasks(state_teacher):
+    """``from_starts`` labels each task's first observation without running its episode: the
+    very state, image and label its closed-loop episode starts from."""
+    tasks = [TaskDistribution.for_skill("scoop"), TaskDistribution.for_skill("catch")]
+    with LocalBackend(workers=1) as backend:
+        distiller = Distiller(state_teacher, backend, student=IMAGE_STUDENT)
+        starts = distiller.from_starts(tasks, 3, seed=11)
+        episodes = distiller.from_trajectories(distiller.rollouts(state_teacher, tasks, 3, seed=11))
+        with pytest.raises(ValueError, match="n is 0"):
+            distiller.from_starts(tasks, 0, seed=11)
+    first = episodes.time == 0
+    assert first.sum() == len(starts) == 6 and not starts.time.any()
+    assert starts.instruction == [i for i, f in zip(episodes.instruction, first, strict=True) if f]
+    np.testing.assert_array_equal(starts.proprio, episodes.proprio[first])
+    np.testing.assert_array_equal(starts.egg, episodes.egg[first])
+    np.testing.assert_array_equal(starts.image, episodes.image[first])
+    np.testing.assert_allclose(starts.deltas, episodes.deltas[first], atol=1e-5)
+    assert len(np.unique(starts.segment_index)) == 6  # each its own group for the validation split
+    tossed = starts.egg[3:, 9]  # catch: each egg flies up at its own speed
+    assert (tossed > 0.3).all() and np.ptp(tossed) > 0.0
