@@ -103,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=1, help="DAgger rounds (student episodes)")
     parser.add_argument("--dagger-rollouts", type=int, default=100, help="student episodes per round, skill")
+    parser.add_argument(
+        "--warm-start", action="store_true", help="each round trains the last round's student further"
+    )
     parser.add_argument("--hidden", type=int, default=128, help="the default student's width")
     parser.add_argument("--steps", type=int, default=3000, help="student training steps per round")
     parser.add_argument("--batch", type=int, default=256)
@@ -137,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         start_states=args.starts,
         dagger_rounds=args.rounds,
         dagger_rollouts=args.dagger_rollouts,
+        warm_start=args.warm_start,
         train=TrainConfig(
             steps=args.steps, batch_size=args.batch, patience=100, progress=False, threads=args.threads
         ),

@@ -44,6 +44,8 @@ class DistillSettings:
             episode (each episode has one; a catch is decided by its first chunk).
         dagger_rounds: rounds of the student's own episodes labelled by the teacher.
         dagger_rollouts: the student's episodes per node and round.
+        warm_start: each DAgger round trains the last round's student further instead of a
+            fresh one.
         steps: training steps per round (each round trains a fresh student on everything so far).
         batch_size: training batch.
         threads: torch threads while training (None: one per core; nothing else runs then).
@@ -58,6 +60,7 @@ class DistillSettings:
     start_states: int = 0
     dagger_rounds: int = 1
     dagger_rollouts: int = 100
+    warm_start: bool = False
     steps: int = 3000
     batch_size: int = 256
     threads: int | None = None
@@ -88,6 +91,7 @@ class DistillSettings:
             start_states=self.start_states,
             dagger_rounds=self.dagger_rounds,
             dagger_rollouts=self.dagger_rollouts,
+            warm_start=self.warm_start,
             train=TrainConfig(
                 steps=self.steps,
                 batch_size=self.batch_size,

@@ -24,7 +24,10 @@ The labelled states come from
 Each episode is re-simulated once (``Trajectory.observations``) to recover the images and the
 egg state at every step. Several task distributions (one per skill) share one student: each
 contributes its own episodes. Each round trains a fresh student on everything gathered so far
-(DAgger's aggregate), with normalisation from that data.
+(DAgger's aggregate), with normalisation from that data, or with ``warm_start`` the last
+round's student further. ``start_states`` adds the first observations of fresh tasks, labelled
+without running their episodes: every episode passes through one, and a throw-like skill
+(catch) is decided by the first chunk.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class DistillConfig:
         dagger_rounds: rounds of the student's own episodes labelled by the teacher, each followed
             by retraining on everything gathered.
         dagger_rollouts: the student's episodes per DAgger round (per task distribution).
+        warm_start: each DAgger round trains the previous round's student further on everything
+            gathered (its normalisation kept) instead of a fresh one.
         task_seed: seed of the fresh tasks of those episodes; keep it away from evaluation seeds
             (``evaluate_policy`` draws from 10,000 by default).
         label_batch: states per teacher call when labelling.
@@ -84,6 +89,7 @@ class DistillConfig:
     start_states: int = 0
     dagger_rounds: int = 1
     dagger_rollouts: int = 100
+    warm_start: bool = False
     task_seed: int = 20_000
     label_batch: int = 512
     train: TrainConfig = field(
@@ -307,12 +313,17 @@ class Distiller:
         return [t for d, rng in zip(every, rngs, strict=True) for t in d.sample_many(rng, n)]
 
     # ------------------------------------------------------------------------------ training
-    def train_student(self, data: ChunkDataset, output_dir=None) -> tuple[VLAPolicy, dict]:
-        """A fresh student fitted to the labelled ``data``."""
+    def train_student(
+        self, data: ChunkDataset, output_dir=None, start: VLAPolicy | None = None
+    ) -> tuple[VLAPolicy, dict]:
+        """A student fitted to the labelled ``data``: a fresh one, or ``start`` trained further
+        (a copy, with ``start``'s normalisation kept)."""
         torch.manual_seed(self.config.seed)
         student = VLAPolicy(self.student_config)
+        if start is not None:
+            student.load_state_dict(start.state_dict())
         train = dataclasses.replace(self.config.train, seed=self.config.seed)
-        fit = BCTrainer(student, train, output_dir).fit(data)
+        fit = BCTrainer(student, train, output_dir).fit(data, set_normalization=start is None)
         return student.eval(), fit
 
     @torch.no_grad()
@@ -374,7 +385,7 @@ class Distiller:
                 log.info("distill round %d's student: %s", round_ - 1, _percent(rates))
             data = ChunkDataset.concat(sources)
             out = None if output_dir is None else f"{output_dir}/round_{round_}"
-            student, fit = self.train_student(data, out)
+            student, fit = self.train_student(data, out, start=student if c.warm_start else None)
             report["rounds"].append(
                 {
                     "round": round_,

@@ -1,5 +1,7 @@
 """Distillation at small scale: a tiny image teacher -> a small state-only student."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -212,3 +214,24 @@ def test_start_states_are_the_first_observations_of_the_episodes_of_the_same_tas
     assert len(np.unique(starts.segment_index)) == 6  # each its own group for the validation split
     tossed = starts.egg[3:, 9]  # catch: each egg flies up at its own speed
     assert (tossed > 0.3).all() and np.ptp(tossed) > 0.0
+
+
+def test_a_warm_started_round_trains_the_last_student_further(state_teacher, segments):
+    """``warm_start``: a round's student is the previous one trained further, normalisation kept;
+    after a few steps on other states it still does what it learnt first, a fresh one does not."""
+    config = DistillConfig(train=TrainConfig(steps=5, batch_size=64, eval_every=5, progress=False))
+    with LocalBackend(workers=1) as backend:
+        distiller = Distiller(state_teacher, backend, config)
+        first, later = distiller.from_segments(segments[:3]), distiller.from_segments(segments[3:6])
+        distiller.config = dataclasses.replace(config, train=dataclasses.replace(config.train, steps=200))
+        trained, _ = distiller.train_student(first)
+        distiller.config = config
+        further, _ = distiller.train_student(later, start=trained)
+        fresh, _ = distiller.train_student(later)
+    assert torch.equal(further.proprio_mean, trained.proprio_mean)
+    assert not torch.equal(fresh.proprio_mean, trained.proprio_mean)
+    loss = {
+        name: BCTrainer(policy).validation_loss(first)
+        for name, policy in (("trained", trained), ("further", further), ("fresh", fresh))
+    }
+    assert loss["further"] < loss["trained"] + 0.5 * (loss["fresh"] - loss["trained"]), loss
