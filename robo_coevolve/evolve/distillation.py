@@ -57,10 +57,10 @@ class DistillSettings:
     student: PolicyConfig | None = None
     segments: int = 300
     teacher_rollouts: int = 100
-    start_states: int = 0
+    start_states: int = 3000
     dagger_rounds: int = 1
     dagger_rollouts: int = 100
-    warm_start: bool = False
+    warm_start: bool = True
     steps: int = 3000
     batch_size: int = 256
     threads: int | None = None

@@ -183,6 +183,7 @@ DISTIL = [
     "distill=image",
     "distill.segments=4",
     "distill.teacher_rollouts=2",
+    "distill.start_states=2",
     "distill.dagger_rounds=1",
     "distill.dagger_rollouts=1",
     "distill.steps=20",
