@@ -46,7 +46,7 @@ class DistillSettings:
         dagger_rollouts: the student's episodes per node and round.
         warm_start: each DAgger round trains the last round's student further instead of a
             fresh one.
-        steps: training steps per round (each round trains a fresh student on everything so far).
+        steps: training steps per round, on everything gathered so far.
         batch_size: training batch.
         threads: torch threads while training (None: one per core; nothing else runs then).
         eval_tasks: held-out tasks per node for teacher and student (None: the node's
