@@ -58,7 +58,7 @@ class DistillSettings:
     segments: int = 300
     teacher_rollouts: int = 100
     start_states: int = 3000
-    dagger_rounds: int = 1
+    dagger_rounds: int = 2
     dagger_rollouts: int = 100
     warm_start: bool = True
     steps: int = 3000
