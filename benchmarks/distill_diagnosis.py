@@ -30,7 +30,6 @@ import torch  # noqa: E402
 
 from robo_coevolve.evolve.run_state import RunState  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.explore.policies import command_as_action  # noqa: E402
 from robo_coevolve.learn import evaluate_policy  # noqa: E402
 from robo_coevolve.learn.distill import Distiller  # noqa: E402
 from robo_coevolve.policy import VLAPolicy  # noqa: E402
@@ -79,12 +78,7 @@ def error_by_step(
     """Rows (steps, samples, student error, teacher motion) at the states of ``trajectories``."""
     data = distiller.from_trajectories(trajectories)
     e = student.config.execute
-    obs = {"proprio": data.proprio, "egg": data.egg, "time": data.time, "instruction": data.instruction}
-    if student.config.use_image:
-        obs["image"] = data.image
-    predicted = student.predict_chunk(obs)[:, :e]
-    target = np.clip(command_as_action(data.proprio)[:, None, :] + data.deltas[:, :e], -1.0, 1.0)
-    error = np.abs(predicted - target).mean((1, 2))
+    error = Distiller.action_errors(student, data, e).mean(1)
     motion = np.abs(data.deltas[:, :e]).mean((1, 2))
     step = np.rint(data.time * trajectories[0].control_hz).astype(int)
     rows = []

@@ -250,7 +250,7 @@ class Distiller:
             instructions += [traj.task.instruction] * t
         if not instructions:
             raise ValueError("no steps to distil: every trajectory is empty")
-        return self._labelled(self._unlabelled(parts, instructions))
+        return self._labelled_rows(parts, instructions)
 
     def from_starts(
         self, tasks: TaskDistribution | Sequence[TaskDistribution], n: int, seed: int
@@ -274,13 +274,13 @@ class Distiller:
                 parts["segment_index"].append(np.full(1, i))
         finally:
             env.close()
-        return self._labelled(self._unlabelled(parts, [t.instruction for t in drawn]))
+        return self._labelled_rows(parts, [t.instruction for t in drawn])
 
-    def _unlabelled(self, parts: dict[str, list[np.ndarray]], instructions: list[str]) -> ChunkDataset:
-        """Rows of ``parts`` (lists of per-episode arrays) with placeholder targets, to be labelled."""
+    def _labelled_rows(self, parts: dict[str, list[np.ndarray]], instructions: list[str]) -> ChunkDataset:
+        """The states of ``parts`` (per-episode arrays of each input), labelled by the teacher."""
         c = self.teacher.config
         n = len(instructions)
-        return ChunkDataset(
+        rows = ChunkDataset(
             proprio=np.concatenate(parts["proprio"]).astype(np.float32),
             egg=np.concatenate(parts["egg"]).astype(np.float32),
             instruction=instructions,
@@ -290,6 +290,7 @@ class Distiller:
             time=np.concatenate(parts["time"]).astype(np.float32),
             image=np.concatenate(parts["image"]) if self.image_size else None,
         )
+        return self._labelled(rows)  # the zero deltas and full mask above are replaced here
 
     # ----------------------------------------------------------------------------- episodes
     def rollouts(
@@ -334,13 +335,19 @@ class Distiller:
         valid = data.mask[:, : self.teacher.config.execute]
         if not valid.sum():
             return float("nan")
-        e = valid.shape[1]
+        return float((self.action_errors(student, data, valid.shape[1]) * valid).sum() / valid.sum())
+
+    @staticmethod
+    @torch.no_grad()
+    def action_errors(student: VLAPolicy, data: ChunkDataset, steps: int) -> np.ndarray:
+        """``(N, steps)``: the mean absolute difference, over the action's dimensions, between the
+        first ``steps`` actions of the student's chunk and of the label at each state of ``data``."""
         obs = {"proprio": data.proprio, "egg": data.egg, "time": data.time, "instruction": data.instruction}
         if student.config.use_image:
             obs["image"] = data.image
-        predicted = student.predict_chunk(obs)[:, :e]
-        target = np.clip(command_as_action(data.proprio)[:, None, :] + data.deltas[:, :e], -1.0, 1.0)
-        return float((np.abs(predicted - target).mean(-1) * valid).sum() / valid.sum())
+        predicted = student.predict_chunk(obs)[:, :steps]
+        target = np.clip(command_as_action(data.proprio)[:, None, :] + data.deltas[:, :steps], -1.0, 1.0)
+        return np.abs(predicted - target).mean(-1)
 
     def distill(
         self,
