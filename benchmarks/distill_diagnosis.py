@@ -3,18 +3,25 @@
     python benchmarks/distill_diagnosis.py RUN --skill catch [--student DIR/student] [--tasks 100]
 
 RUN is a run directory (its latest checkpoint and its node's tasks) or, with ``--skill`` naming a
-skill, a checkpoint directory. Two tables, on the same ``--tasks`` held-out tasks (``--seed``):
+skill, a checkpoint directory. Three tables, on the same ``--tasks`` held-out tasks (``--seed``):
 
 1. **The teacher without parts of its egg state**: its success when the egg's linear and/or
    angular velocity is replaced by the mean it was trained on (what one camera frame cannot
-   show), and with, in addition, a fixed random error of ``--position-error`` m on the egg's
-   position per episode (a camera's imprecision). The gap to the full teacher is what those
-   inputs are worth.
+   show), for the whole episode or for its first plan only (what a history of frames since the
+   reset cannot show either); with, in addition, a fixed random error of ``--position-error`` m
+   on the egg's position per episode (a camera's imprecision); and with the full state but a
+   fixed random error of each ``--velocity-error`` m/s on the linear velocity (what a velocity
+   measured from frames would carry). The gap to the full teacher is what those inputs are
+   worth.
 2. **The student's action error by episode step** (with ``--student``): the mean absolute
    difference between the student's executed actions and the teacher's labels at the states of
    the teacher's episodes and of the student's own, per range of steps, beside the teacher's own
    motion there (the mean absolute delta it commands). Where the error is a large share of the
    motion, the student has not learnt that part of the skill.
+3. **Where the student's camera puts the egg** (with ``--student`` trained with ``egg_aux``): the
+   median absolute error, per axis in mm, of its camera features' linear egg-position probe at
+   the states of the teacher's episodes, by episode step. A velocity read from two frames is
+   the difference of two such positions.
 """
 
 from __future__ import annotations
@@ -41,24 +48,39 @@ STEPS = [(0, 4), (4, 8), (8, 12), (12, 20), (20, 40), (40, None)]
 
 
 class MaskedTeacher:
-    """``teacher`` acting on an egg state whose ``hidden`` columns hold its training mean, and
-    whose position is off by a fixed random ``position_error`` (m, per axis) per episode."""
+    """``teacher`` acting on an egg state whose ``hidden`` columns hold their training mean (for the
+    episode's first ``steps`` steps only, when given), and whose ``errors`` columns are off by a
+    fixed random amount per episode (normal, the given std: m for a position, m/s for a
+    velocity)."""
 
-    def __init__(self, teacher: VLAPolicy, hidden: list[int], position_error: float = 0.0, seed: int = 0):
-        self.teacher, self.hidden, self.position_error = teacher, hidden, position_error
+    def __init__(
+        self,
+        teacher: VLAPolicy,
+        hidden: list[int] = (),
+        steps: int | None = None,
+        errors: tuple[list[int], float] | None = None,
+        seed: int = 0,
+    ):
+        self.teacher, self.hidden, self.steps, self.errors = teacher, list(hidden), steps, errors
         self.privileged, self.image_size = teacher.privileged, teacher.image_size
         self.rng = np.random.default_rng(seed)
         self.offset: np.ndarray | None = None
+        self.step = 0
 
     def reset(self, batch: int) -> None:
         self.teacher.reset(batch)
-        self.offset = self.rng.normal(0.0, self.position_error, (batch, 3)) if self.position_error else None
+        if self.errors is not None:
+            columns, std = self.errors
+            self.offset = self.rng.normal(0.0, std, (batch, len(columns)))
+        self.step = 0
 
     def act(self, obs: dict) -> np.ndarray:
         egg = np.array(obs["egg"], np.float32)
-        egg[:, self.hidden] = self.teacher.egg_mean.numpy()[self.hidden]
-        if self.offset is not None:
-            egg[:, POSITION] += self.offset
+        if self.steps is None or self.step < self.steps:
+            egg[:, self.hidden] = self.teacher.egg_mean.numpy()[self.hidden]
+        self.step += 1
+        if self.errors is not None:
+            egg[:, self.errors[0]] += self.offset
         return self.teacher.act({**obs, "egg": egg})
 
 
@@ -72,24 +94,37 @@ def load(args) -> tuple[VLAPolicy, TaskDistribution]:
     return VLAPolicy.from_pretrained(args.teacher / state.checkpoint), nodes[args.skill].distribution()
 
 
-def error_by_step(
-    distiller: Distiller, student: VLAPolicy, trajectories
-) -> list[tuple[str, int, float, float]]:
-    """Rows (steps, samples, student error, teacher motion) at the states of ``trajectories``."""
-    data = distiller.from_trajectories(trajectories)
+def by_step(step: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """(name, row mask) of each range of ``STEPS`` that holds rows of ``step``."""
+    ranges = []
+    for lo, hi in STEPS:
+        rows = (step >= lo) & (step < (hi if hi is not None else np.inf))
+        if rows.any():
+            ranges.append((f"{lo}-{hi - 1}" if hi is not None else f"{lo}+", rows))
+    return ranges
+
+
+def error_by_step(student: VLAPolicy, data, step: np.ndarray) -> list[tuple[str, int, float, float]]:
+    """Rows (steps, samples, student error, teacher motion) of labelled ``data``."""
     e = student.config.execute
     error = Distiller.action_errors(student, data, e).mean(1)
     motion = np.abs(data.deltas[:, :e]).mean((1, 2))
-    step = np.rint(data.time * trajectories[0].control_hz).astype(int)
-    rows = []
-    for lo, hi in STEPS:
-        rows_in = (step >= lo) & (step < (hi if hi is not None else np.inf))
-        if rows_in.any():
-            name = f"{lo}-{hi - 1}" if hi is not None else f"{lo}+"
-            rows.append(
-                (name, int(rows_in.sum()), float(error[rows_in].mean()), float(motion[rows_in].mean()))
-            )
-    return rows
+    return [
+        (name, int(r.sum()), float(error[r].mean()), float(motion[r].mean())) for name, r in by_step(step)
+    ]
+
+
+@torch.no_grad()
+def position_error_by_step(student: VLAPolicy, data, step: np.ndarray) -> list[tuple[str, int, np.ndarray]]:
+    """Rows (steps, samples, median absolute error per axis in mm) of the student's egg-position
+    probe on labelled ``data`` (its images and the true egg state). The median, because an egg
+    on the floor is far from anything the probe learnt."""
+    found = []
+    for start in range(0, len(data), 1024):
+        normalised = student(data.batch(np.arange(start, min(start + 1024, len(data))))).egg_position
+        found.append((normalised * student.egg_std[:3] + student.egg_mean[:3]).numpy())
+    error = np.concatenate(found) - data.egg[:, POSITION]
+    return [(name, int(r.sum()), 1000 * np.median(np.abs(error[r]), 0)) for name, r in by_step(step)]
 
 
 def main() -> None:
@@ -100,6 +135,9 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=100)
     parser.add_argument("--seed", type=int, default=12_000, help="held-out task seed")
     parser.add_argument("--position-error", type=float, default=0.01, help="m, per axis and episode")
+    parser.add_argument(
+        "--velocity-error", type=float, nargs="*", default=[0.01, 0.02], help="m/s, per axis and episode"
+    )
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -109,21 +147,20 @@ def main() -> None:
 
     print(f"\n| teacher's egg state ({args.skill}, {args.tasks} tasks) | success | main failure |")
     print("|---|--:|---|")
-    variants = [
-        ("full", [], 0.0),
-        ("linear velocity at its mean", LINEAR, 0.0),
-        ("angular velocity at its mean", ANGULAR, 0.0),
-        ("both velocities at their mean", LINEAR + ANGULAR, 0.0),
-        (
-            f"both, and position off by {args.position_error * 100:g} cm",
-            LINEAR + ANGULAR,
-            args.position_error,
-        ),
-    ]
+    both, cm = LINEAR + ANGULAR, args.position_error * 100
+    variants = {
+        "full": {},
+        "linear velocity at its mean": dict(hidden=LINEAR),
+        "angular velocity at its mean": dict(hidden=ANGULAR),
+        "both velocities at their mean": dict(hidden=both),
+        "both velocities at their mean, first plan only": dict(hidden=both, steps=teacher.config.execute),
+        f"both, and position off by {cm:g} cm": dict(hidden=both, errors=(POSITION, args.position_error)),
+        **{f"linear velocity off by {v:g} m/s": dict(errors=(LINEAR, v)) for v in args.velocity_error},
+    }
     # One process: the masked teacher is this script's class.
     with LocalBackend(workers=1) as backend:
-        for name, hidden, error in variants:
-            policy = MaskedTeacher(teacher, hidden, error) if hidden or error else teacher
+        for name, masking in variants.items():
+            policy = MaskedTeacher(teacher, **masking) if masking else teacher
             result = evaluate_policy(policy, tasks, backend, n=args.tasks, seed=args.seed)
             failures = {k: v for k, v in result.reasons.items() if k != "success"}
             worst = max(failures, key=failures.get) if failures else "-"
@@ -136,13 +173,22 @@ def main() -> None:
         distiller = Distiller(teacher, backend, student=student.config)
         for who, policy in (("teacher", teacher), ("student", student)):
             trajectories = distiller.rollouts(policy, tasks, args.tasks, args.seed)
+            data = distiller.from_trajectories(trajectories)
+            step = np.rint(data.time * trajectories[0].control_hz).astype(int)
             rate = np.mean([t.success for t in trajectories])
             print(
                 f"\n| steps ({who}'s episodes, {rate:.0%} success) | states | student error | teacher motion |"
             )
             print("|---|--:|--:|--:|")
-            for name, n, error, motion in error_by_step(distiller, student, trajectories):
+            for name, n, error, motion in error_by_step(student, data, step):
                 print(f"| {name} | {n} | {error:.4f} | {motion:.4f} |")
+            if who == "teacher" and student.egg_probe is not None:
+                print(
+                    "\n| steps (teacher's episodes) | states | camera's egg position error x / y / z, mm (median) |"
+                )
+                print("|---|--:|--:|")
+                for name, n, mm in position_error_by_step(student, data, step):
+                    print(f"| {name} | {n} | {mm[0]:.1f} / {mm[1]:.1f} / {mm[2]:.1f} |")
 
 
 if __name__ == "__main__":
