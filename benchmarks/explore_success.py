@@ -9,7 +9,10 @@ success judged by the physics scorer (integrity included). Reported:
 - **held-out success**: the search's answer run without noise on ``--eval`` fresh tasks, and the
   best of all its modes on the same tasks. The answer is the mode that succeeded most often on
   ``--select`` fresh tasks each, trials kept back from the budget for the purpose;
-- the modes' wrist-roll signs (flip is solved rolling either way).
+- the modes' wrist-roll signs (flip is solved rolling either way);
+- with ``--demos`` (the loop's 300, with ``--target 0.9``), each answer's demonstration success,
+  and what keeping the best-demonstrating of k searches gives (``explore.restarts``): the mean and
+  worst held-out success of that pick over every k-subset of the seeds.
 
 Baselines on the same task distribution, ``--baseline`` trials each: random smooth noise (pink
 noise around the start pose, no primitives) at two temperatures, the primitives' prior (uniform
@@ -17,11 +20,14 @@ random parameters, i.e. the search's first generation forever), and the random-i
 with pink noise (closed loop).
 
     python benchmarks/explore_success.py [--skills scoop flip catch] [--seeds 0 1] [--budget 3000]
+    python benchmarks/explore_success.py --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
+        --target 0.9 --demos 300 --eval 400 --baseline 0    # restarts: best of k by demonstrations
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -50,14 +56,16 @@ def rate(trajs) -> float:
     return float(np.mean([t.success for t in trajs])) if trajs else 0.0
 
 
-def search_figures(skill, seed, budget, n_eval, select, backend) -> dict:
+def search_figures(skill, seed, budget, n_eval, select, backend, target=None, demos=0) -> dict:
     tasks = TaskDistribution.for_skill(skill)
     start = time.perf_counter()
     outcomes: list[bool] = []
     result = PrimitiveSearch(tasks, backend, seed=seed, population=100).run(
         budget,
+        target=target,
         on_generation=lambda gen, trajs: outcomes.extend(t.success for t in trajs),
         select_trials=select,
+        demos=demos,
     )
     seconds = time.perf_counter() - start
     first = next((i + 1 for i, s in enumerate(outcomes) if s), None)
@@ -77,7 +85,19 @@ def search_figures(skill, seed, budget, n_eval, select, backend) -> dict:
         "best_mode_held_out": max(per_mode, default=0.0),
         "mode_rolls": rolls,
         "selection": result.selection,
+        "demo_success": result.demo_success,
     }
+
+
+def best_of(searches: list[dict], k: int) -> tuple[float, float, int]:
+    """Keep the best-demonstrating of every k of these searches: mean and worst held-out success
+    of the kept answer, and in how many k-subsets it was also the best held out."""
+    picked, right = [], 0
+    for group in itertools.combinations(searches, k):
+        kept = max(group, key=lambda s: s["demo_success"])
+        picked.append(kept["held_out"])
+        right += kept["held_out"] == max(s["held_out"] for s in group)
+    return float(np.mean(picked)), float(min(picked)), right
 
 
 def baseline_figures(skill, n, backend) -> dict:
@@ -109,7 +129,9 @@ def main() -> None:
     parser.add_argument(
         "--select", type=int, default=50, help="trials per mode (of the budget) to pick the answer"
     )
-    parser.add_argument("--baseline", type=int, default=1000, help="trials per baseline")
+    parser.add_argument("--target", type=float, default=None, help="stop early at this success (loop: 0.9)")
+    parser.add_argument("--demos", type=int, default=0, help="the answer's demonstrations (loop: 300)")
+    parser.add_argument("--baseline", type=int, default=1000, help="trials per baseline (0: none)")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
@@ -118,12 +140,17 @@ def main() -> None:
     with LocalBackend(workers=args.workers) as backend:
         for skill in args.skills:
             for seed in args.seeds:
-                searches.append(search_figures(skill, seed, args.budget, args.eval, args.select, backend))
+                searches.append(
+                    search_figures(
+                        skill, seed, args.budget, args.eval, args.select, backend, args.target, args.demos
+                    )
+                )
                 s = searches[-1]
                 print(
                     f"{skill} seed {seed}: held-out {s['held_out']:.1%} after {s['trials']} trials ({s['seconds']:.0f} s)"
                 )
-            baselines.append(baseline_figures(skill, args.baseline, backend))
+            if args.baseline:
+                baselines.append(baseline_figures(skill, args.baseline, backend))
 
     print(
         f"\nPrimitive search, budget {args.budget} trials, held-out = {args.eval} fresh tasks without noise"
@@ -139,18 +166,32 @@ def main() -> None:
             f"| {s['skill']} | {s['seed']} | {s['first_success']} | {blocks} | {s['held_out']:.1%} | "
             f"{s['best_mode_held_out']:.1%} | {rolls} | {s['seconds']:.0f} s |"
         )
-    print(
-        f"\nBaselines, {args.baseline} trials each (random-init policy: {baselines[0]['policy episodes']} episodes)"
-    )
-    print(
-        "| skill | smooth noise T=0.1 | smooth noise T=0.3 | random primitives | random-init policy + noise |"
-    )
-    print("|---|--:|--:|--:|--:|")
-    for b in baselines:
+    if args.demos:
+        print(f"\nKeeping the best-demonstrating of k searches ({args.demos} demonstrations each)")
         print(
-            f"| {b['skill']} | {b['noise T=0.1']:.1%} | {b['noise T=0.3']:.1%} | {b['random primitives']:.1%} | "
-            f"{b['random-init policy']:.1%} |"
+            "| skill | searches' demo success | k | held-out of the kept answer: mean | worst | also best held out |"
         )
+        print("|---|---|--:|--:|--:|--:|")
+        for skill in args.skills:
+            mine = [s for s in searches if s["skill"] == skill]
+            demos = " ".join(f"{s['demo_success']:.1%}" for s in mine)
+            for k in range(1, min(3, len(mine)) + 1):
+                mean, worst, right = best_of(mine, k)
+                n = len(list(itertools.combinations(mine, k)))
+                print(f"| {skill} | {demos} | {k} | {mean:.1%} | {worst:.1%} | {right} of {n} |")
+    if baselines:
+        print(
+            f"\nBaselines, {args.baseline} trials each (random-init policy: {baselines[0]['policy episodes']} episodes)"
+        )
+        print(
+            "| skill | smooth noise T=0.1 | smooth noise T=0.3 | random primitives | random-init policy + noise |"
+        )
+        print("|---|--:|--:|--:|--:|")
+        for b in baselines:
+            print(
+                f"| {b['skill']} | {b['noise T=0.1']:.1%} | {b['noise T=0.3']:.1%} | {b['random primitives']:.1%} | "
+                f"{b['random-init policy']:.1%} |"
+            )
     machine = f"{platform.machine()}, {os.cpu_count()} cores, mujoco {mujoco.__version__}"
     print(f"\n{machine}; {datetime.now(UTC):%Y-%m-%d %H:%M UTC}")
     if args.json:

@@ -735,15 +735,7 @@ class EvolutionLoop:
             record = (
                 None if pool is None else (lambda _, trajs: self._record(node, trajs, [0] * len(trajs), k))
             )
-            result = search.run(
-                s.budget,
-                target=s.target,
-                patience=s.patience,
-                select_trials=s.select_trials,
-                demos=s.demos,
-                demo_bar=s.demo_bar,
-                on_generation=record,
-            )
+            result = s.run(search, on_generation=record)
             contenders = result.contenders if self.train.compare_examples else {"examples": result.examples}
             if any(contenders.values()):  # else the next iteration searches again, from other seeds
                 info["modes"] = [np.asarray(m).tolist() for m in result.modes]
@@ -755,6 +747,8 @@ class EvolutionLoop:
                 "search_success": result.success_rate,
                 "demo_success": result.demo_success,
             }
+            if len(result.searches) > 1:
+                out["searches"] = result.searches
             if len(contenders) > 1:
                 out["contenders"] = {name: len(found) for name, found in contenders.items()}
             if pool is not None:

@@ -12,7 +12,10 @@ included); ``evaluate_params`` measures a parameter vector on fresh tasks, witho
 
 With ``demos``, the answer then *demonstrates* the skill: it runs without noise on that many fresh
 tasks, and if it succeeds on at least ``demo_bar`` of them, its successes
-(``SearchResult.examples``) are what a library should learn from. The search's own successes are
+(``SearchResult.examples``) are what a library should learn from. Below the bar, ``restarts``
+searches again from fresh seeds, and the answer whose demonstrations succeed most often wins:
+independent catch searches' answers held 77-94% of 400 fresh tasks (eight seeds), so the best of
+three is rarely a weak one (README, "Exploration"). The search's own successes are
 samples of every mode, many of them lucky draws at the edge of what works: state policies cloned
 from one search's successes flipped 71% of held-out tasks (mean of five training seeds), cloned
 from its answer's demonstrations (99% success) 93%. But a clone inherits its teacher's
@@ -78,6 +81,7 @@ class SearchResult:
     last_generation: list[Trajectory] = field(default_factory=list)
     demos: list[Trajectory] = field(default_factory=list)  # the answer on fresh tasks, no noise
     demo_bar: float = 0.95  # least demo success for the demos to be the examples
+    searches: list[float | None] = field(default_factory=list)  # each search's demo success, in order
 
     @property
     def success_rate(self) -> float:
@@ -121,7 +125,8 @@ class SearchSettings:
     """How a skill is searched (``PrimitiveSearch.run``), as the ``explore`` config group sets it
     (the explore job, and the loop in a node's first iteration). The answer then runs without noise
     on ``demos`` fresh tasks; if at least ``demo_bar`` of them succeed, their successes are what is
-    refined, else (and with 0) the search's own successes."""
+    refined, else (and with 0) the search's own successes. Below ``demo_bar``, up to ``restarts``
+    more searches run from fresh seeds and the best-demonstrating answer is kept."""
 
     budget: int = 3000
     population: int = 100
@@ -130,6 +135,7 @@ class SearchSettings:
     select_trials: int = 50
     demos: int = 300
     demo_bar: float = 0.95
+    restarts: int = 2
     cem: dict | None = None
 
     def __post_init__(self) -> None:
@@ -138,11 +144,29 @@ class SearchSettings:
                 raise ValueError(f"explore.{name}={getattr(self, name)} must be >= 1")
         if self.target is not None and not 0 < self.target <= 1:
             raise ValueError(f"explore.target={self.target} must be in (0, 1] or null")
-        for name in ("select_trials", "demos"):
+        for name in ("select_trials", "demos", "restarts"):
             if getattr(self, name) < 0:
                 raise ValueError(f"explore.{name}={getattr(self, name)} must be >= 0")
         if not 0 <= self.demo_bar <= 1:
             raise ValueError(f"explore.demo_bar={self.demo_bar} must be in [0, 1]")
+
+    def run(
+        self,
+        search: PrimitiveSearch,
+        on_generation: Callable[[Generation, list[Trajectory]], None] | None = None,
+        demos: bool = True,
+    ) -> SearchResult:
+        """``search.run`` with these settings (``demos=False``: no demonstrations, so no restarts)."""
+        return search.run(
+            self.budget,
+            target=self.target,
+            patience=self.patience,
+            on_generation=on_generation,
+            select_trials=self.select_trials,
+            demos=self.demos if demos else 0,
+            demo_bar=self.demo_bar,
+            restarts=self.restarts,
+        )
 
 
 class PrimitiveSearch:
@@ -169,10 +193,15 @@ class PrimitiveSearch:
         self.tasks = tasks
         self.backend = backend
         self.rng = np.random.default_rng(seed)
-        self.cem = MixtureCEM(
+        self._cem_args = (population, cem)
+        self.cem = self._new_cem()
+        self.keep_successes = keep_successes
+
+    def _new_cem(self) -> MixtureCEM:
+        population, cem = self._cem_args
+        return MixtureCEM(
             primitives.dim(), np.random.default_rng(self.rng.integers(2**63)), population, **cem
         )
-        self.keep_successes = keep_successes
 
     def run(
         self,
@@ -183,6 +212,7 @@ class PrimitiveSearch:
         select_trials: int = 0,
         demos: int = 0,
         demo_bar: float = 0.95,
+        restarts: int = 0,
     ) -> SearchResult:
         """Search until ``budget`` trials have run, or until the best mode's success rate has been
         at least ``target`` for ``patience`` generations in a row.
@@ -198,7 +228,45 @@ class PrimitiveSearch:
 
         With ``demos`` > 0, the answer then runs without noise on that many fresh tasks (counted
         in ``trials``, beyond the budget): ``SearchResult.demos``, which become its ``examples``
-        if at least ``demo_bar`` of them succeed."""
+        if at least ``demo_bar`` of them succeed.
+
+        With ``restarts`` > 0 and demonstrations below ``demo_bar``, the search runs again (the
+        CEM afresh, from this search's generator, so the same seed gives the same searches), up to
+        ``restarts`` more times until one's demonstrations meet the bar. The result is the search
+        whose demonstrations succeeded most often (the first on a tie), with ``trials`` counting
+        every search and ``searches`` each one's demonstration success."""
+        if restarts < 0:
+            raise ValueError(f"restarts={restarts} must be >= 0")
+        result = self._search(budget, target, patience, on_generation, select_trials, demos, demo_bar)
+        trials, searches = result.trials, [result.demo_success]
+        while demos and not result.demos_meet_bar and len(searches) <= restarts:
+            self.cem = self._new_cem()
+            again = self._search(budget, target, patience, on_generation, select_trials, demos, demo_bar)
+            trials += again.trials
+            searches.append(again.demo_success)
+            log.info(
+                "%s search %d: the answer succeeds on %.0f%% of its demonstrations (best so far %.0f%%)",
+                self.tasks.skill,
+                len(searches),
+                100 * (again.demo_success or 0.0),
+                100 * (result.demo_success or 0.0),
+            )
+            if (again.demo_success or 0.0) > (result.demo_success or 0.0):
+                result = again
+        result.trials, result.searches = trials, searches
+        return result
+
+    def _search(
+        self,
+        budget: int,
+        target: float | None,
+        patience: int,
+        on_generation: Callable[[Generation, list[Trajectory]], None] | None,
+        select_trials: int,
+        demos: int,
+        demo_bar: float,
+    ) -> SearchResult:
+        """One search with the current CEM: ``run`` without restarts."""
         if budget < 1:
             raise ValueError(f"budget={budget} must be >= 1 trial")
         for name, value in (("select_trials", select_trials), ("demos", demos)):

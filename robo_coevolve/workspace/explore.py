@@ -64,6 +64,7 @@ def search_settings(explore: DictConfig) -> SearchSettings:
         select_trials=int(e.select_trials),
         demos=int(e.demos),
         demo_bar=float(e.demo_bar),
+        restarts=int(e.restarts),
         cem=OmegaConf.to_container(e.cem, resolve=True),
     )
 
@@ -168,15 +169,7 @@ class ExploreWorkspace:
                 f.write(json.dumps(gen.to_dict()) + "\n")
                 f.flush()
 
-            result = search.run(
-                s.budget,
-                target=s.target,
-                patience=s.patience,
-                on_generation=on_generation,
-                select_trials=s.select_trials,
-                demos=s.demos if library is not None else 0,
-                demo_bar=s.demo_bar,
-            )
+            result = s.run(search, on_generation=on_generation, demos=library is not None)
         held_out = evaluate_params(result.best_params, tasks, backend, int(e.eval_tasks), seed=seed + 500)
         noise_rate = None
         if int(e.noise_baseline.trials) > 0:
@@ -216,6 +209,7 @@ class ExploreWorkspace:
             "generations": len(result.history),
             "search_success": result.success_rate,
             "demo_success": result.demo_success,
+            "searches": result.searches,
             "held_out_success": _rate(held_out),
             "held_out_tasks": len(held_out),
             "noise_baseline": noise_rate,

@@ -123,3 +123,30 @@ def test_score_ranks_success_over_failure_and_safer_success_higher():
 def test_budget_must_be_positive():
     with LocalBackend(workers=1) as backend, pytest.raises(ValueError, match="budget"):
         PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend).run(budget=0)
+
+
+def test_below_the_demo_bar_the_search_restarts_and_keeps_the_best_demonstrated_answer():
+    def search(backend, seed=7, **kw):
+        return PrimitiveSearch(TaskDistribution.for_skill("catch"), backend, seed=seed, population=40).run(
+            budget=80, demos=10, **kw
+        )
+
+    with LocalBackend(workers=2) as backend:
+        once = search(backend, demo_bar=1.0)  # catch answers of 80 trials are rarely perfect
+        three = search(backend, demo_bar=1.0, restarts=2)
+        met = search(backend, demo_bar=0.0, restarts=2)
+        until = [search(backend, seed=s, demo_bar=1.0, restarts=2) for s in (8, 9)]
+        with pytest.raises(ValueError, match="restarts=-1 must be >= 0"):
+            search(backend, restarts=-1)
+    assert three.searches[0] == once.demo_success  # the first search is the search without restarts
+    assert len(three.searches) == 3 and three.trials == 3 * once.trials == 3 * 90
+    assert three.demo_success == max(three.searches)
+    kept = three.searches.index(three.demo_success)
+    same = [t.task for t in three.demos] == [t.task for t in once.demos]
+    assert same == (kept == 0)  # a later search's answer ran on its own fresh tasks
+    assert all(t.meta["demonstration"] for t in three.demos)
+    assert len(met.searches) == 1 and met.trials == 90  # the bar met: no restart
+    for result in until:  # restarts stop at the first search that meets the bar
+        n = len(result.searches)
+        assert (result.searches[-1] == 1.0) == (n < 3) and all(r < 1.0 for r in result.searches[:-1])
+        assert result.trials == n * 90
