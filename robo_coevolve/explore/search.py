@@ -12,16 +12,18 @@ included); ``evaluate_params`` measures a parameter vector on fresh tasks, witho
 
 With ``demos``, the answer then *demonstrates* the skill: it runs without noise on that many fresh
 tasks, and if it succeeds on at least ``demo_bar`` of them, its successes
-(``SearchResult.examples``) are what a library should learn from. Below the bar, ``restarts``
-searches again from fresh seeds, and the answer whose demonstrations succeed most often wins:
-eight independent catch searches' answers held 76-91% of fresh tasks (mean 85%), and the best of
-three by their demonstrations 89% on average (README, "Search again below the bar"). The search's own successes are
+(``SearchResult.examples``) are what a library should learn from. The search's own successes are
 samples of every mode, many of them lucky draws at the edge of what works: state policies cloned
 from one search's successes flipped 71% of held-out tasks (mean of five training seeds), cloned
 from its answer's demonstrations (99% success) 93%. But a clone inherits its teacher's
 weaknesses without the samples' variety: the demonstrations of answers that succeeded 92% and 87%
 of the time cloned to 59% and 8%, where those searches' own successes gave 71% (README, "the
 learner"). Below the bar, the search's successes stay the examples.
+
+Below the bar, ``restarts`` first searches again from fresh seeds, and the answer whose
+demonstrations succeed most often wins: eight independent catch searches' answers held 76-91% of
+fresh tasks (mean 85%), and the best of three by their demonstrations 89% on average (README,
+"Search again below the bar").
 """
 
 from __future__ import annotations
