@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import platform
 import time
@@ -177,7 +178,7 @@ def main() -> None:
             demos = " ".join(f"{s['demo_success']:.1%}" for s in mine)
             for k in range(1, min(3, len(mine)) + 1):
                 mean, worst, right = best_of(mine, k)
-                n = len(list(itertools.combinations(mine, k)))
+                n = math.comb(len(mine), k)
                 print(f"| {skill} | {demos} | {k} | {mean:.1%} | {worst:.1%} | {right} of {n} |")
     if baselines:
         print(
