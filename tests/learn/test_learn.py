@@ -72,6 +72,13 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
         flip_data, rehearsal=scoop_data
     )
     assert "rehearsal_val_loss" in fit["history"][-1]
+    assert fit["steps"] == 40  # rehearsal_steps="shared": the rehearsal takes half of each batch
+    # "added": the flip data gets its 40 batches' worth of samples, in 80 steps of half batches;
+    # without rehearsal data the setting changes nothing.
+    added = TrainConfig(steps=40, batch_size=64, eval_every=20, progress=False, rehearsal_steps="added")
+    added = replace(added, rehearsal_share=0.5, patience=100)
+    assert BCTrainer(VLAPolicy(policy.config), added).fit(flip_data, rehearsal=scoop_data)["steps"] == 80
+    assert BCTrainer(VLAPolicy(policy.config), added).fit(flip_data)["steps"] == 40
     # The normalisation is the flip data's own (normalize_on="data"), not pooled with scoop's.
     train, _ = flip_data.split(0.1, np.random.default_rng(0))
 
@@ -131,6 +138,8 @@ def test_bad_training_settings_are_named():
         TrainConfig(ema_decay=1.0)
     with pytest.raises(ValueError, match="lr_schedule"):
         TrainConfig(lr_schedule="linear")
+    with pytest.raises(ValueError, match="rehearsal_steps"):
+        TrainConfig(rehearsal_steps="more")
     with pytest.raises(ValueError, match="library is empty"):
         ChunkDataset.from_segments([], chunk=4)
 
