@@ -123,7 +123,8 @@ def main() -> None:
         f"{args.run_dir}: {node.name} {len(current):,} samples; rehearsing "
         + (", ".join(f"{name} {len(d):,}" for name, d in rehearsed.items()) or "nothing")
         + (f" (labelled by {args.teacher})" if args.teacher else "")
-        + f"; share {config.rehearsal_share}, normalize_on {config.normalize_on}, {config.steps} steps"
+        + f"; share {config.rehearsal_share}, normalize_on {config.normalize_on}, {config.steps} steps "
+        + f"(rehearsal {config.rehearsal_steps})"
     )
     rows = []
     with LocalBackend(workers=args.workers) as backend:
@@ -141,6 +142,7 @@ def main() -> None:
             row = {
                 "seed": seed,
                 "success": success,
+                "steps": fit["steps"],
                 "best_step": fit["best_step"],
                 "train_s": round(fit["seconds"], 1),
                 "eval_s": round(time.perf_counter() - start, 1),
