@@ -45,9 +45,9 @@ class TrainConfig:
             rehearsal taking its share of each) or "added" (``steps / (1 - rehearsal_share)`` in
             all, so that the trained skill's own data gets as many samples as ``steps`` batches
             would give it alone). Beside scoop and flip at a share of 0.5, "shared" starves the
-            new skill: offline, two catch clones caught 89.0 / 89.5% of 200 fresh tasks with
-            3,000 steps and 95.0 / 93.0% with 6,000, where clones of catch alone caught 94.0 /
-            93.0% with 3,000 (README, "Rehearsal adds steps").
+            new skill: offline, two catch clones caught 91.0% of 400 fresh tasks each with 3,000
+            steps and 93.8% with 6,000 (flip kept at 98.1 and 97.3%; README, "Rehearsal adds
+            steps").
         normalize_on: where the normalisation statistics come from when a fit sets them: "data"
             (the skill being trained) or "all" (its data and the rehearsal's). Pooled with the
             other skills' spread (a caught egg's velocities, a scooped egg's path), the trained

@@ -72,7 +72,7 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
         flip_data, rehearsal=scoop_data
     )
     assert "rehearsal_val_loss" in fit["history"][-1]
-    assert fit["steps"] == 40  # rehearsal_steps="shared": the rehearsal takes half of each batch
+    assert fit["steps"] == 40  # rehearsal_steps="shared": the rehearsal takes its share of each batch
     # "added": the flip data gets its 40 batches' worth of samples, in 80 steps of half batches;
     # without rehearsal data the setting changes nothing.
     added = TrainConfig(steps=40, batch_size=64, eval_every=20, progress=False, rehearsal_steps="added")
