@@ -75,8 +75,15 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
     assert fit["steps"] == 40  # rehearsal_steps="shared": the rehearsal takes its share of each batch
     # "added": the flip data gets its 40 batches' worth of samples, in 80 steps of half batches;
     # without rehearsal data the setting changes nothing.
-    added = TrainConfig(steps=40, batch_size=64, eval_every=20, progress=False, rehearsal_steps="added")
-    added = replace(added, rehearsal_share=0.5, patience=100)
+    added = TrainConfig(
+        steps=40,
+        batch_size=64,
+        eval_every=20,
+        patience=100,
+        progress=False,
+        rehearsal_share=0.5,
+        rehearsal_steps="added",
+    )
     assert BCTrainer(VLAPolicy(policy.config), added).fit(flip_data, rehearsal=scoop_data)["steps"] == 80
     assert BCTrainer(VLAPolicy(policy.config), added).fit(flip_data)["steps"] == 40
     # The normalisation is the flip data's own (normalize_on="data"), not pooled with scoop's.
