@@ -49,7 +49,7 @@ class ExploreSchedule:
     primitive_share: float = 0.2
     primitive_jitter: float = 0.03
     noise_kind: str = "pink"
-    temperatures: Sequence[float] = (0.0, 0.03, 0.08)
+    temperatures: Sequence[float] = (0.0, 0.005, 0.01)
     noise_scale: Sequence[float] = (1.0, 1.0, 0.3, 1.0, 1.0)
     weak_variant_share: float = 0.8
 

@@ -4,6 +4,13 @@ One call runs a fixed group of episodes: one env each, one batched ``policy.act`
 step for the whole group. The group's composition (not the worker that runs it) is all that the
 results depend on: an episode's noise comes from its own seed, episodes that have ended stay in
 the batch with their last observation (their actions are ignored), and torch runs on one thread.
+
+Exploration noise perturbs the executed motion around the policy's own, it does not steer it: the
+policy is shown the command it chose (not the noisy one the env executed) as its previous command,
+and an episode the policy holds (``holding``: its motion is over) runs without noise. A policy
+that predicts changes of the previous command would otherwise integrate the noise into its path
+(a random walk that pink noise at 0.01 already turns into a lost egg), and noise on a held blade
+shakes an egg that should come to rest. The trajectories record what was executed.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import torch
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.noise import NoiseSpec
-from robo_coevolve.explore.policies import Policy
+from robo_coevolve.explore.policies import Policy, with_command
 from robo_coevolve.scoring import Thresholds
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec
@@ -85,19 +92,26 @@ def run_policy_episodes(
             for env, ep in zip(envs, episodes, strict=True)
         ]
         proprio = [[o["proprio"]] for o in obs]
+        shown = list(obs)  # what the policy reads: each obs with the command the policy chose
         actions: list[list[np.ndarray]] = [[] for _ in episodes]
         live = [True] * len(episodes)
         with _single_thread_torch():
             policy.reset(len(episodes))
             t = 0
             while any(live):
-                batch = np.asarray(policy.act(_stack(obs)), dtype=np.float64).reshape(len(episodes), 5)
+                batch = np.asarray(policy.act(_stack(shown)), dtype=np.float64).reshape(len(episodes), 5)
+                holding = getattr(policy, "holding", None)
                 for i, env in enumerate(envs):
                     if not live[i]:
                         continue
-                    a = batch[i] + (noise[i][t] if noise[i] is not None else 0.0)
-                    a = np.clip(np.nan_to_num(a), -1.0, 1.0).astype(np.float32)
+                    chosen = np.clip(np.nan_to_num(batch[i]), -1.0, 1.0)
+                    noisy = noise[i] is not None and not (holding is not None and holding[i])
+                    a = np.clip(chosen + noise[i][t], -1.0, 1.0) if noisy else chosen
+                    a = a.astype(np.float32)
                     obs[i], _, terminated, truncated, _ = env.step(a)
+                    shown[i] = obs[i]
+                    if noise[i] is not None:
+                        shown[i] = {**obs[i], "proprio": with_command(obs[i]["proprio"], chosen)}
                     proprio[i].append(obs[i]["proprio"])
                     actions[i].append(a)
                     live[i] = not (terminated or truncated)

@@ -4,7 +4,9 @@ A policy maps a *batch* of observations (a dict of stacked arrays, plus ``instru
 strings) to a batch of normalised actions ``(B, 5)`` in [-1, 1]. Batching is the point: a worker
 steps many episodes in lockstep and asks the policy once per step for all of them.
 ``reset(batch)`` starts a new batch of episodes (for policies with memory, e.g. action chunks).
-``privileged`` and ``image_size`` tell the explorer which observations to build.
+``privileged`` and ``image_size`` tell the explorer which observations to build. A policy may
+also expose ``holding``, ``(B,)`` bool: the episodes whose motion it considers over (it holds its
+last command there), which the explorer then runs without exploration noise.
 """
 
 from __future__ import annotations
@@ -35,6 +37,14 @@ def command_as_action(proprio: np.ndarray) -> np.ndarray:
     """The previous command held in ``proprio`` (..., 15) as a normalised action (..., 5)."""
     command = np.asarray(proprio, np.float64)[..., 10:15]
     return (2.0 * (command - _LOW) / (_HIGH - _LOW) - 1.0).astype(np.float32)
+
+
+def with_command(proprio: np.ndarray, action: np.ndarray) -> np.ndarray:
+    """``proprio`` (..., 15) with its previous command replaced by the normalised ``action`` (..., 5)
+    (the inverse of :func:`command_as_action`)."""
+    out = np.array(proprio, np.float64)
+    out[..., 10:15] = _LOW + (np.asarray(action, np.float64) + 1.0) / 2.0 * (_HIGH - _LOW)
+    return out.astype(np.float32)
 
 
 class RandomMLPPolicy(nn.Module):

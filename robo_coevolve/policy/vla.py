@@ -344,6 +344,12 @@ class VLAPolicy(nn.Module):
         self._steps = 0
         self._ended = np.zeros(batch, bool)
 
+    @property
+    def holding(self) -> np.ndarray:
+        """``(B,)`` bool: the episodes whose motion is over (``predict_end``), holding their last
+        action; the explorer runs them without noise."""
+        return self._ended.copy()
+
     def act(self, obs: dict) -> np.ndarray:
         """Next actions ``(B, 5)``: from the queued chunk, re-planned every ``execute`` steps.
 
