@@ -12,6 +12,11 @@ from a seed neither the loop's exploration nor its own evaluations used):
   only (static data, no policy-driven rounds);
 - **co-evolution**: the run's final policy (after every later round, rehearsal included).
 
+All three run on the same tasks, so the margin (co-evolution minus the better baseline) is a
+paired difference: it is printed with its 95% interval (normal approximation over the tasks'
+paired outcomes) and the tasks only one of the two solved. A margin whose interval holds 0 is
+not a difference these tasks can show.
+
 Also prints the run's curve (policy success per iteration), trials and wall time per node until
 mastery, from ``metrics.jsonl``.
 """
@@ -36,8 +41,21 @@ from robo_coevolve.policy import VLAPolicy  # noqa: E402
 HELD_OUT_SEED = 777_777
 
 
-def rate(trajs) -> float:
-    return float(np.mean([t.success for t in trajs]))
+def outcomes(trajs) -> np.ndarray:
+    return np.array([t.success for t in trajs], bool)
+
+
+def paired_margin(ours: np.ndarray, theirs: np.ndarray) -> dict:
+    """``ours - theirs`` success rate over the same tasks, its 95% interval (normal
+    approximation of the paired differences) and the tasks only one side solved."""
+    d = ours.astype(float) - theirs.astype(float)
+    half = 1.96 * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
+    return {
+        "margin": float(d.mean()),
+        "interval": [float(d.mean() - half), float(d.mean() + half)],
+        "only ours": int(np.sum(ours & ~theirs)),
+        "only theirs": int(np.sum(~ours & theirs)),
+    }
 
 
 def main() -> None:
@@ -79,12 +97,20 @@ def main() -> None:
             first = mine[0]["iteration"]
             bc_once = VLAPolicy.from_pretrained(args.run_dir / "checkpoints" / checkpoint_name(first))
             mastered_at = next((r for r in mine if r["mastered"]), None)
-            results[node.name] = {
-                "primitives alone": rate(
+            runs = {
+                "primitives alone": outcomes(
                     evaluate_params(np.array(info["best_params"]), tasks, backend, args.tasks, seed)
                 ),
-                "BC once": evaluate_policy(bc_once, tasks, backend, args.tasks, seed).success_rate,
-                "co-evolution": evaluate_policy(final, tasks, backend, args.tasks, seed).success_rate,
+                "BC once": outcomes(evaluate_policy(bc_once, tasks, backend, args.tasks, seed).trajectories),
+                "co-evolution": outcomes(
+                    evaluate_policy(final, tasks, backend, args.tasks, seed).trajectories
+                ),
+            }
+            best = max(("primitives alone", "BC once"), key=lambda k: runs[k].mean())
+            results[node.name] = {
+                **{k: float(v.mean()) for k, v in runs.items()},
+                "against": best,
+                **paired_margin(runs["co-evolution"], runs[best]),
                 "status": tree.status[node.name],
                 "iterations": len(mine),
                 "trials": info["trials"],
@@ -93,14 +119,17 @@ def main() -> None:
             }
     print(f"\nheld-out success over {args.tasks} tasks per node (seed {HELD_OUT_SEED}+):\n")
     print(
-        "| node | status | iterations | trials | wall | primitives alone | BC once | co-evolution | margin |"
+        "| node | status | iterations | trials | wall | primitives alone | BC once | co-evolution "
+        "| margin (95% interval) | tasks only it / only the baseline solved |"
     )
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|")
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
     for name, r in results.items():
-        margin = r["co-evolution"] - max(r["primitives alone"], r["BC once"])
+        lo, hi = r["interval"]
         print(
             f"| {name} | {r['status']} | {r['iterations']} | {r['trials']:,} | {r['seconds'] / 60:.1f} min | "
-            f"{r['primitives alone']:.1%} | {r['BC once']:.1%} | {r['co-evolution']:.1%} | {100 * margin:+.1f} |"
+            f"{r['primitives alone']:.1%} | {r['BC once']:.1%} | {r['co-evolution']:.1%} | "
+            f"{100 * r['margin']:+.1f} ({100 * lo:+.1f}, {100 * hi:+.1f}) vs {r['against']} | "
+            f"{r['only ours']} / {r['only theirs']} |"
         )
     if args.json:
         args.json.write_text(json.dumps({"nodes": results, "curve": rows}, indent=2))
