@@ -109,9 +109,11 @@ def run_policy_episodes(
                     a = np.clip(chosen + noise[i][t], -1.0, 1.0) if noisy else chosen
                     a = a.astype(np.float32)
                     obs[i], _, terminated, truncated, _ = env.step(a)
-                    shown[i] = obs[i]
-                    if noise[i] is not None:
-                        shown[i] = {**obs[i], "proprio": with_command(obs[i]["proprio"], chosen)}
+                    shown[i] = (
+                        obs[i]
+                        if noise[i] is None
+                        else {**obs[i], "proprio": with_command(obs[i]["proprio"], chosen)}
+                    )
                     proprio[i].append(obs[i]["proprio"])
                     actions[i].append(a)
                     live[i] = not (terminated or truncated)

@@ -18,8 +18,7 @@ class HoldCommand:
 
     def __init__(self, hold_from: int | None = None):
         self.hold_from = hold_from
-        self.seen: list[np.ndarray] = []
-        self.chosen: list[np.ndarray] = []
+        self.seen: list[np.ndarray] = []  # the command shown, which is also the one it asks for
 
     def reset(self, batch: int) -> None:
         self.steps, self.batch = 0, batch
@@ -31,7 +30,6 @@ class HoldCommand:
     def act(self, obs: dict) -> np.ndarray:
         command = command_as_action(obs["proprio"])  # (B, 5): one episode here
         self.seen.append(command[0])
-        self.chosen.append(command[0])
         self.steps += 1
         return command
 
@@ -54,7 +52,7 @@ def test_with_command_inverts_command_as_action():
 def test_noise_is_an_offset_around_the_policys_commands_not_a_random_walk():
     policy = HoldCommand()
     traj, noise = one_episode(policy, NoiseSpec("pink", 0.05))
-    start = policy.chosen[0]
+    start = policy.seen[0]
     executed = np.asarray(traj.actions, np.float64)
     # The policy keeps asking for its first command, and is shown that command, not the noisy one
     # the env executed: a policy predicting changes of its previous command would otherwise walk
@@ -72,7 +70,7 @@ def test_an_episode_the_policy_holds_runs_without_noise():
     policy = HoldCommand(hold_from=40)
     traj, noise = one_episode(policy, NoiseSpec("pink", 0.05))
     executed = np.asarray(traj.actions, np.float64)
-    start = policy.chosen[0]
+    start = policy.seen[0]
     np.testing.assert_allclose(executed[:40], np.clip(start + noise[:40], -1, 1), atol=1e-5)
     assert np.abs(executed[:40] - start).max() > 0.01
     np.testing.assert_allclose(executed[40:], start[None].repeat(len(executed) - 40, 0), atol=1e-5)
