@@ -6,9 +6,9 @@
 
 ``continue`` rebuilds the run's own config (its ``.hydra`` overrides, then yours) and resumes the
 loop in RUN_DIR from its last completed iteration: a killed run picks up where it stopped, a
-finished one goes on down the tree with a larger budget. Only the budget and the backend may
-differ from the run's config. ``evaluate`` runs the latest policy (or ``--checkpoint``) on every
-node's held-out tasks and writes ``evaluation.json``.
+finished one goes on down the tree with a larger budget. Only the budget and where it runs
+(``explore.backend``, ``train.workers``) may differ from the run's config. ``evaluate`` runs the
+latest policy (or ``--checkpoint``) on every node's held-out tasks and writes ``evaluation.json``.
 """
 
 from __future__ import annotations

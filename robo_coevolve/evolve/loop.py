@@ -42,6 +42,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -70,7 +71,14 @@ from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.explore.open_loop import Trial
 from robo_coevolve.explore.plans import PrimitivePlan
 from robo_coevolve.explore.search import PrimitiveSearch, SearchSettings, trial_score
-from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy, evaluate_tasks
+from robo_coevolve.learn import (
+    ChunkDataset,
+    CloneJob,
+    TrainConfig,
+    evaluate_policy,
+    evaluate_tasks,
+    fit_clones,
+)
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
 from robo_coevolve.skill_tree import MASTERED, SkillNode, SkillTree
@@ -210,7 +218,11 @@ class TrainSettings:
     fine-tunes the kept policy. In the previous release's five full runs, selection took a
     fresh policy-source clone only at 234 and 252 segments, none of the six from 47-180 (one
     from 74 flipped 0%), and each costs a training (~15 min for the image policy); a
-    consolidation's fine-tune on 47 was taken."""
+    consolidation's fine-tune on 47 was taken.
+
+    ``workers``: how many of a round's clones (its data sets times ``candidates``) train at
+    once, each in a process of its own (:func:`~robo_coevolve.learn.fit_clones`; None: one per
+    core, 1: one after another in this process). The clones are the same either way."""
 
     train: TrainConfig = TrainConfig(progress=False)
     finetune_steps: int = 1000
@@ -222,8 +234,13 @@ class TrainSettings:
     compare_examples: bool = False
     split_sources: bool = False
     min_source_segments: int = 0
+    workers: int | None = 1
 
     def __post_init__(self) -> None:
+        if self.workers is None:
+            object.__setattr__(self, "workers", os.cpu_count() or 1)
+        if self.workers < 1:
+            raise ValueError(f"train.workers={self.workers} must be >= 1, or null for one per core")
         if self.min_source_segments < 0:
             raise ValueError(f"train.min_source_segments={self.min_source_segments} must be >= 0")
         if self.finetune_steps < 1 or self.max_segments < 1:
@@ -888,16 +905,16 @@ class EvolutionLoop:
                 )
 
         def draw(r: int) -> tuple[list[tuple[VLAPolicy, dict]], list[str]]:
-            candidates, names = [], []
+            jobs, names = [], []
             for name, samples in current.items():
                 tag = name if len(sets) > 1 else None
-                candidates += self._train(node, rng, k, samples, rehearsal, share, tag, draw=r)
+                jobs += self._clone_jobs(node, rng, k, samples, rehearsal, share, tag, draw=r)
                 names += [name] * self.train.candidates
-            return candidates, names
+            return fit_clones(jobs, self.train.workers), names
 
         return draw
 
-    def _train(
+    def _clone_jobs(
         self,
         node: SkillNode,
         rng: np.random.Generator,
@@ -907,18 +924,18 @@ class EvolutionLoop:
         share: float,
         tag: str | None = None,
         draw: int = 0,
-    ) -> list[tuple[VLAPolicy, dict]]:
-        """Train ``train.candidates`` policies on ``current``, with ``share`` of each batch from
-        ``rehearsal``, each from its own seeds: fresh clones (``refit``, or the run's first
-        training), or copies of the current policy that start a new stage or fine-tune (always
-        when consolidating a mastered node, see :class:`Budget`). The training logs go under
-        ``tag`` when given, and a redrawn round's (``draw`` > 0) under ``redraw_<draw>``. Returns
-        (policy, training history) pairs."""
+    ) -> list[CloneJob]:
+        """``train.candidates`` trainings on ``current``, with ``share`` of each batch from
+        ``rehearsal``, each from its own seeds (drawn here, in order, so that where they then
+        run does not change them; :func:`fit_clones`): fresh clones (``refit``, or the run's
+        first training), or copies of the current policy that start a new stage or fine-tune
+        (always when consolidating a mastered node, see :class:`Budget`). The training logs go
+        under ``tag`` when given, and a redrawn round's (``draw`` > 0) under ``redraw_<draw>``."""
         # consolidating a mastered node fine-tunes the kept policy (Budget), whatever refit says
         consolidating = self.policy is not None and self._consolidating(node)
         new_stage = (self.state.trained_node != node.name or self.train.refit) and not consolidating
         fresh = self.policy is None or (self.train.refit and not consolidating)
-        out = []
+        jobs = []
         for i in range(self.train.candidates):
             torch.manual_seed(int(rng.integers(2**31)))
             policy = VLAPolicy(self.policy_config) if fresh else copy.deepcopy(self.policy)
@@ -936,11 +953,8 @@ class EvolutionLoop:
                 logs = logs / tag
             if self.train.candidates > 1:
                 logs = logs / f"candidate_{i}"
-            fit = BCTrainer(policy, config, output_dir=logs).fit(
-                current, rehearsal=rehearsal, set_normalization=new_stage
-            )
-            out.append((policy, fit))
-        return out
+            jobs.append(CloneJob(policy, torch.get_rng_state(), config, current, rehearsal, new_stage, logs))
+        return jobs
 
     def _rehearsal_share(self, node: SkillNode, skills: int) -> float:
         """Share of each batch from the ``skills`` other skills that training ``node`` rehearses:

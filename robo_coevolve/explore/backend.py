@@ -55,7 +55,8 @@ def _chunks(items: Sequence, size: int) -> list[list]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
-def _process_context():
+def process_context():
+    """A start method for worker processes that is safe in a process running torch or MuJoCo."""
     # forkserver/spawn: a fork of a process that already runs torch's or MuJoCo's threads can hang.
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
@@ -130,7 +131,7 @@ class LocalBackend(RolloutBackend):
             results = [run_policy_episodes(policy, g, self.control_hz, self.thresholds) for g in groups]
         else:
             if self._processes is None:
-                self._processes = ProcessPoolExecutor(self.workers, mp_context=_process_context())
+                self._processes = ProcessPoolExecutor(self.workers, mp_context=process_context())
             futures = [
                 self._processes.submit(run_policy_episodes, policy, g, self.control_hz, self.thresholds)
                 for g in groups

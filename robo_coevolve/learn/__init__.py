@@ -3,15 +3,17 @@
 from robo_coevolve.learn.dataset import ChunkDataset
 from robo_coevolve.learn.distill import DistillConfig, Distiller
 from robo_coevolve.learn.evaluator import EvalResult, evaluate_policy, evaluate_tasks
-from robo_coevolve.learn.trainer import BCTrainer, TrainConfig
+from robo_coevolve.learn.trainer import BCTrainer, CloneJob, TrainConfig, fit_clones
 
 __all__ = [
     "BCTrainer",
     "ChunkDataset",
+    "CloneJob",
     "DistillConfig",
     "Distiller",
     "EvalResult",
     "TrainConfig",
     "evaluate_policy",
     "evaluate_tasks",
+    "fit_clones",
 ]

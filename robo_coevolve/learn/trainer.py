@@ -267,3 +267,45 @@ class BCTrainer:
             "valid_samples": len(valid),
             "config": asdict(c),
         }
+
+
+@dataclass
+class CloneJob:
+    """One policy to train with :class:`BCTrainer`: ``policy`` as it starts (freshly initialised
+    or a copy to fine-tune), torch's random state to train from (``torch.get_rng_state()``, so
+    that its input noise does not depend on where or after what it runs), and ``fit``'s
+    arguments."""
+
+    policy: torch.nn.Module
+    rng_state: torch.Tensor
+    config: TrainConfig
+    data: ChunkDataset
+    rehearsal: ChunkDataset | None = None
+    set_normalization: bool = True
+    output_dir: Path | None = None
+
+
+def _fit_clone(job: CloneJob) -> tuple[torch.nn.Module, dict]:
+    torch.set_rng_state(job.rng_state)
+    trainer = BCTrainer(job.policy, job.config, output_dir=job.output_dir)
+    return job.policy, trainer.fit(job.data, rehearsal=job.rehearsal, set_normalization=job.set_normalization)
+
+
+def fit_clones(jobs: list[CloneJob], workers: int = 1) -> list[tuple[torch.nn.Module, dict]]:
+    """Train every job's policy; returns (trained policy, history) pairs in the jobs' order.
+
+    With ``workers`` > 1 and several jobs, up to ``workers`` of them train at once, each in a
+    process of its own (forkserver, one torch thread each by ``TrainConfig.threads``): the policies
+    come back trained as they would have been one after another in this process, bit for bit on
+    the same CPU (``tests/learn/test_learn.py``). On two cores, a catch iteration's two clones
+    (~80 s each) then take the time of one."""
+    if workers < 1:
+        raise ValueError(f"workers={workers} must be >= 1")
+    if workers == 1 or len(jobs) < 2:
+        return [_fit_clone(job) for job in jobs]
+    from concurrent.futures import ProcessPoolExecutor
+
+    from robo_coevolve.explore.backend import process_context
+
+    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=process_context()) as pool:
+        return list(pool.map(_fit_clone, jobs))

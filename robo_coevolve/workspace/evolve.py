@@ -111,12 +111,13 @@ class EvolveWorkspace:
 
     def stored_config(self) -> dict[str, Any]:
         """The config a resumed run must match: all but the budget (a tree may be continued with
-        more), where it runs (workers) and the last stage's distillation (a finished run may be
-        distilled later)."""
+        more), where it runs (the rollout backend, the training workers) and the last stage's
+        distillation (a finished run may be distilled later)."""
         c = OmegaConf.to_container(self.cfg, resolve=True)
         c.pop("budget", None)
         c.pop("distill", None)
         c.get("explore", {}).pop("backend", None)
+        c.get("train", {}).pop("workers", None)
         return c
 
     def backend(self):

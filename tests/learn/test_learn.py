@@ -10,7 +10,7 @@ from scripted_segments import scripted_segments
 
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.explore.policies import command_as_action
-from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy
+from robo_coevolve.learn import BCTrainer, ChunkDataset, CloneJob, TrainConfig, evaluate_policy, fit_clones
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
 from robo_coevolve.task_distribution import TaskDistribution
 
@@ -107,6 +107,37 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
     both = ChunkDataset.concat([scoop_data, flip_data])
     assert len(both) == len(scoop_data) + len(flip_data)
     assert len(np.unique(both.segment_index)) == len(np.unique(scoop_data.segment_index)) + len(flip)
+
+
+def test_clones_trained_in_worker_processes_are_the_ones_trained_here(scoop_segments, scripted_flips):
+    """fit_clones: two clones (one fresh, rehearsing scoop, with input noise from torch's random
+    state; one a fine-tuned copy) come back from two worker processes with the weights and
+    histories they get one after another in this process, and each with its own weights."""
+    policy_config = PolicyConfig(use_image=False, use_egg_state=True, hidden=64, input_noise=0.1)
+    flips = ChunkDataset.from_segments(scripted_flips[:6], policy_config.chunk)
+    scoops = ChunkDataset.from_segments(scoop_segments[:6], policy_config.chunk)
+    train = TrainConfig(steps=30, batch_size=64, eval_every=10, progress=False)
+
+    def jobs() -> list[CloneJob]:
+        out = []
+        for seed, fresh in ((1, True), (2, False)):
+            torch.manual_seed(seed)
+            policy = VLAPolicy(policy_config)
+            if not fresh:  # a kept policy to fine-tune, trained a little first
+                BCTrainer(policy, replace(train, steps=10)).fit(scoops)
+            config = replace(train, seed=seed)
+            out.append(CloneJob(policy, torch.get_rng_state(), config, flips, scoops, fresh))
+        return out
+
+    here = fit_clones(jobs(), workers=1)
+    there = fit_clones(jobs(), workers=2)
+    for (a, fit_a), (b, fit_b) in zip(here, there, strict=True):
+        assert [h["val_loss"] for h in fit_a["history"]] == [h["val_loss"] for h in fit_b["history"]]
+        for (name, x), y in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
+            assert torch.equal(x, y), name
+    assert not torch.equal(here[0][0].trunk[0].weight, here[1][0].trunk[0].weight)
+    with pytest.raises(ValueError, match="workers=0"):
+        fit_clones(jobs(), workers=0)
 
 
 def test_moving_average_weights_validate_better_than_the_noisy_last_step(scoop_segments):
