@@ -8,14 +8,25 @@ from a seed neither the loop's exploration nor its own evaluations used):
 
 - **primitives alone**: the node's motion-primitive search answer (best mode, open loop, no
   learned policy), i.e. the explorer without the rest of the loop;
-- **BC once**: the policy as trained at the node's first iteration, on that iteration's successes
-  only (static data, no policy-driven rounds);
+- **BC once**: behaviour cloning once on the node's first iteration's successes (static data):
+  ``--bc-seeds`` fresh clones, each trained once with the run's own training settings on the
+  segments that iteration stored, rehearsing what the library held of the other skills before
+  it, and never selected by rollouts. Its rate is the mean over the clones;
 - **co-evolution**: the run's final policy (after every later round, rehearsal included).
 
-All three run on the same tasks, so the margin (co-evolution minus the better baseline) is a
-paired difference: it is printed with its 95% interval (normal approximation over the tasks'
-paired outcomes) and the tasks only one of the two solved. A margin whose interval holds 0 is
-not a difference these tasks can show.
+Beside them, **loop, first iteration** is the policy the loop kept at the node's first
+iteration: trained on the same data as BC once, but chosen by closed-loop rollouts among its
+candidates and redraws. It is no baseline (it is the loop's own work); it shows how much of the
+margin over BC once the first iteration's selection made, and how much the later rounds.
+
+All run on the same tasks, so the margin (co-evolution minus the better baseline) is a paired
+difference: it is printed with its 95% interval (normal approximation over the tasks' paired
+outcomes, BC once's outcome on a task being the share of its clones that solved it) and the
+tasks only one of the two solved (BC once: by any of its clones). A margin whose interval holds
+0 is not a difference these tasks can show. Each BC once clone is also run on the skills it
+rehearsed (what it kept of them). The tree row pools every node's tasks: the final policy
+against each node's own primitive answer, and against the last node's BC once clones (the
+policy a user gets from cloning each node once). The clones train at once, one per core.
 
 Also prints the run's curve (policy success per iteration), trials and wall time per node until
 mastery, from ``metrics.jsonl``.
@@ -26,19 +37,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from stage_report import indices, settings  # noqa: E402 (a sibling script: the loop's data for a stage)
 
 from robo_coevolve.evolve.run_state import RunState, checkpoint_name  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
 from robo_coevolve.explore.search import evaluate_params  # noqa: E402
-from robo_coevolve.learn import evaluate_policy  # noqa: E402
+from robo_coevolve.learn import ChunkDataset, CloneJob, TrainConfig, evaluate_policy, fit_clones  # noqa: E402
+from robo_coevolve.library import SkillLibrary  # noqa: E402
 from robo_coevolve.policy import VLAPolicy  # noqa: E402
 
 HELD_OUT_SEED = 777_777
+BASELINES = ("primitives alone", "BC once")
 
 
 def outcomes(trajs) -> np.ndarray:
@@ -47,14 +63,17 @@ def outcomes(trajs) -> np.ndarray:
 
 def paired_margin(ours: np.ndarray, theirs: np.ndarray) -> dict:
     """``ours - theirs`` success rate over the same tasks, its 95% interval (normal
-    approximation of the paired differences) and the tasks only one side solved."""
-    d = ours.astype(float) - theirs.astype(float)
+    approximation of the paired differences) and the tasks only one side solved. ``theirs`` may
+    hold several policies' outcomes (one row each): a task then counts as the share of them that
+    solved it, and as theirs where any did."""
+    theirs = np.atleast_2d(theirs)
+    d = ours.astype(float) - theirs.mean(axis=0)
     half = 1.96 * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
     return {
         "margin": float(d.mean()),
         "interval": [float(d.mean() - half), float(d.mean() + half)],
-        "only ours": int(np.sum(ours & ~theirs)),
-        "only theirs": int(np.sum(~ours & theirs)),
+        "only ours": int(np.sum(ours & ~theirs.any(axis=0))),
+        "only theirs": int(np.sum(~ours & theirs.any(axis=0))),
     }
 
 
@@ -62,6 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--bc-seeds", type=int, default=3, help="BC once clones per node (training seeds)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     state = RunState.load(args.run_dir)
@@ -85,30 +105,48 @@ def main() -> None:
             f"{'-' if own is None else f'{own:.0%}'}{'; ' + rest if rest else ''} | {r['seconds']:.0f} |"
         )
 
-    results = {}
+    results, clones, arms = {}, {}, {}
+    held_out = {}  # node -> (tasks, seed): the same tasks for every arm
     with LocalBackend(control_hz=control_hz) as backend:
+        measured = {}
+
+        def run(policy, node) -> np.ndarray:
+            """The policy's outcomes on the node's held-out tasks, each pair run once (the policy
+            is kept with them, so that its id is not reused)."""
+            key = (id(policy), node.name)
+            if key not in measured:
+                tasks, seed = held_out[node.name]
+                trajs = evaluate_policy(policy, tasks, backend, args.tasks, seed).trajectories
+                measured[key] = (policy, outcomes(trajs))
+            return measured[key][1]
+
         for node in tree.nodes:
             mine = [r for r in rows if r["node"] == node.name]
             info = state.nodes[node.name]
             if not mine or info["best_params"] is None:
                 continue
-            tasks = node.distribution()
-            seed = HELD_OUT_SEED + len(results)
+            held_out[node.name] = (node.distribution(), HELD_OUT_SEED + len(results))
             first = mine[0]["iteration"]
-            bc_once = VLAPolicy.from_pretrained(args.run_dir / "checkpoints" / checkpoint_name(first))
+            first_policy = VLAPolicy.from_pretrained(args.run_dir / "checkpoints" / checkpoint_name(first))
+            clones[node.name] = bc_once(
+                args.run_dir, state, node.skill, first, first_policy.config, args.bc_seeds
+            )
             mastered_at = next((r for r in mine if r["mastered"]), None)
+            tasks, seed = held_out[node.name]
             runs = {
                 "primitives alone": outcomes(
                     evaluate_params(np.array(info["best_params"]), tasks, backend, args.tasks, seed)
                 ),
-                "BC once": outcomes(evaluate_policy(bc_once, tasks, backend, args.tasks, seed).trajectories),
-                "co-evolution": outcomes(
-                    evaluate_policy(final, tasks, backend, args.tasks, seed).trajectories
-                ),
+                "BC once": np.array([run(p, node) for p in clones[node.name]]),
+                "loop, first iteration": run(first_policy, node),
+                "co-evolution": run(final, node),
             }
-            best = max(("primitives alone", "BC once"), key=lambda k: runs[k].mean())
+            arms[node.name] = runs
+            rates = {k: float(v.mean()) for k, v in runs.items()}
+            best = max(BASELINES, key=rates.__getitem__)
             results[node.name] = {
-                **{k: float(v.mean()) for k, v in runs.items()},
+                **rates,
+                "BC once, each clone": [float(o.mean()) for o in runs["BC once"]],
                 "against": best,
                 **paired_margin(runs["co-evolution"], runs[best]),
                 "status": tree.status[node.name],
@@ -117,22 +155,94 @@ def main() -> None:
                 "seconds": sum(r["seconds"] for r in mine),
                 "mastered at iteration": None if mastered_at is None else mastered_at["iteration"],
             }
-    print(f"\nheld-out success over {args.tasks} tasks per node (seed {HELD_OUT_SEED}+):\n")
+        # what each node's BC once clones kept of the skills learnt before it, and the tree: the
+        # final policy against the last node's clones on every node's tasks
+        kept = {
+            name: {
+                other: [float(run(p, tree.node(other)).mean()) for p in clones[name]]
+                for other in list(held_out)[: list(held_out).index(name)]
+            }
+            for name in held_out
+        }
+        if held_out:  # one policy for the whole tree: each node's own primitives, or the last clones
+            last = list(held_out)[-1]
+            whole = {
+                "primitives alone": np.concatenate([arms[n]["primitives alone"] for n in held_out]),
+                "BC once": np.concatenate(
+                    [[run(p, tree.node(n)) for p in clones[last]] for n in held_out], axis=1
+                ),
+                "co-evolution": np.concatenate([arms[n]["co-evolution"] for n in held_out]),
+            }
+            rates = {k: float(v.mean()) for k, v in whole.items()}
+            best = max(BASELINES, key=rates.__getitem__)
+            tree_row = {**rates, "against": best, **paired_margin(whole["co-evolution"], whole[best])}
+
     print(
-        "| node | status | iterations | trials | wall | primitives alone | BC once | co-evolution "
-        "| margin (95% interval) | tasks only it / only the baseline solved |"
+        f"\nheld-out success over {args.tasks} tasks per node (seed {HELD_OUT_SEED}+), BC once over {args.bc_seeds} clones:\n"
     )
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+    print(
+        "| node | status | iterations | trials | wall | primitives alone | BC once | loop, first iteration "
+        "| co-evolution | margin (95% interval) | tasks only it / only the baseline solved |"
+    )
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for name, r in results.items():
         lo, hi = r["interval"]
         print(
             f"| {name} | {r['status']} | {r['iterations']} | {r['trials']:,} | {r['seconds'] / 60:.1f} min | "
-            f"{r['primitives alone']:.1%} | {r['BC once']:.1%} | {r['co-evolution']:.1%} | "
-            f"{100 * r['margin']:+.1f} ({100 * lo:+.1f}, {100 * hi:+.1f}) vs {r['against']} | "
-            f"{r['only ours']} / {r['only theirs']} |"
+            f"{r['primitives alone']:.1%} | {r['BC once']:.1%} | {r['loop, first iteration']:.1%} | "
+            f"{r['co-evolution']:.1%} | {100 * r['margin']:+.1f} ({100 * lo:+.1f}, {100 * hi:+.1f}) vs "
+            f"{r['against']} | {r['only ours']} / {r['only theirs']} |"
         )
+    if held_out:
+        lo, hi = tree_row["interval"]
+        print(
+            f"\nthe tree, every node's tasks: primitives alone (each node's) {tree_row['primitives alone']:.1%}, "
+            f"BC once ({last}'s clones) {tree_row['BC once']:.1%}, co-evolution {tree_row['co-evolution']:.1%}: "
+            f"margin {100 * tree_row['margin']:+.1f} ({100 * lo:+.1f}, {100 * hi:+.1f}) vs {tree_row['against']}"
+        )
+        print("\nBC once clones, each, on their own node and on the skills they rehearsed:")
+        for name in held_out:
+            each = ", ".join(f"{x:.1%}" for x in results[name]["BC once, each clone"])
+            rest = "; ".join(
+                f"{other} " + ", ".join(f"{x:.0%}" for x in xs) for other, xs in kept[name].items()
+            )
+            print(f"- {name}: {each}" + (f" (kept {rest})" if rest else ""))
     if args.json:
-        args.json.write_text(json.dumps({"nodes": results, "curve": rows}, indent=2))
+        report = {"nodes": results, "curve": rows}
+        if held_out:
+            report |= {"BC once kept": kept, "tree": tree_row}
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+def bc_once(run_dir: Path, state: RunState, skill: str, first: int, config, seeds: int) -> list[VLAPolicy]:
+    """``seeds`` fresh policies, each cloned once, with the run's training settings for a new
+    stage, from the latest ``max_segments`` segments of ``skill`` that iteration ``first``
+    stored, rehearsing those of every other skill stored before it: the loop's first training of
+    the node (``stage_report.py --iteration``), without its selection."""
+    section = state.config["train"]
+    train = TrainConfig(**{**settings(section["train"], "{}"), "progress": False})
+    library = SkillLibrary(run_dir / "library")
+    image = config.image_size if config.use_image else None
+
+    def data(name: str, iteration: int | None, last: int) -> ChunkDataset | None:
+        chosen = indices(library, name, None, iteration, last, int(section["max_segments"]))
+        return (
+            ChunkDataset.from_segments(library.segments(name, indices=chosen), config.chunk, image)
+            if chosen
+            else None
+        )
+
+    own = data(skill, first, first)
+    if own is None:
+        raise SystemExit(f"{run_dir}: the library holds no {skill} segment of iteration {first}")
+    earlier = [d for d in (data(s, None, first - 1) for s in library.skills() if s != skill) if d]
+    rehearsal = ChunkDataset.concat(earlier) if earlier else None
+    jobs = []
+    for seed in range(seeds):
+        torch.manual_seed(seed)
+        policy = VLAPolicy(config)
+        jobs.append(CloneJob(policy, torch.get_rng_state(), replace(train, seed=seed), own, rehearsal))
+    return [policy for policy, _ in fit_clones(jobs, workers=os.cpu_count() or 1)]
 
 
 if __name__ == "__main__":
