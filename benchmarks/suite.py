@@ -4,8 +4,8 @@ One command (``make bench``) so that a change's effect on any figure is one run 
 figure sits beside a reference measured in the same run on the same work, so the ratios hold on
 a busy or a different machine even when the absolute numbers move. It reuses the measurements
 of ``env_throughput.py`` and ``explore_throughput.py`` (run those for their fuller tables) and
-adds Ray against the local backend, behaviour-cloning and inference speed, and the time the
-primitive search takes to master scoop and flip.
+adds Ray against the local backend, behaviour-cloning speed (one clone, and clones trained at
+once), inference speed, and the time the primitive search takes to master scoop and flip.
 
     python benchmarks/suite.py [--quick] [--skip-ray] [--json results.json]
 """
@@ -31,7 +31,7 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
 from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params  # noqa: E402
-from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig  # noqa: E402
+from robo_coevolve.learn import BCTrainer, ChunkDataset, CloneJob, TrainConfig, fit_clones  # noqa: E402
 from robo_coevolve.policy import PolicyConfig, VLAPolicy  # noqa: E402
 from robo_coevolve.resources import conf_dir  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
@@ -189,6 +189,40 @@ def rows_learner(steps: int) -> list[list[str]]:
     ]
 
 
+def rows_clones(steps: int, workers: int = 2) -> list[list[str]]:
+    """``workers`` clones trained at once (``fit_clones``, a process each, start-up included)
+    against the same jobs one after another in this process; the weights must come back equal."""
+
+    def jobs() -> list[CloneJob]:
+        data = synthetic_dataset(20_000, PolicyConfig().chunk, np.random.default_rng(0))
+        out = []
+        for seed in range(workers):
+            torch.manual_seed(seed)
+            policy = VLAPolicy(PolicyConfig(use_image=False, use_egg_state=True))
+            config = TrainConfig(steps=steps, eval_every=steps, progress=False, seed=seed)
+            out.append(CloneJob(policy, torch.get_rng_state(), config, data))
+        return out
+
+    start = time.perf_counter()
+    serial = fit_clones(jobs(), workers=1)
+    serial_s = time.perf_counter() - start
+    start = time.perf_counter()
+    parallel = fit_clones(jobs(), workers=workers)
+    parallel_s = time.perf_counter() - start
+    same = all(
+        all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
+        for (a, _), (b, _) in zip(serial, parallel, strict=True)
+    )
+    return [
+        [
+            f"{workers} BC clones trained at once, {workers} worker processes ({steps} steps each)",
+            f"{parallel_s:.1f} s",
+            f"the same clones one after another, in this process: {serial_s:.1f} s",
+            f"{serial_s / parallel_s:.2f}x ({'same weights' if same else 'WEIGHTS DIFFER'})",
+        ]
+    ]
+
+
 def rows_inference(repeats: int) -> list[list[str]]:
     """predict_chunk (one re-plan; ``act`` re-plans every 4 steps) in torch vs the ONNX export."""
     from robo_coevolve.policy import export
@@ -272,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_ray:
         section("ray", rows_ray, trials, rounds)
     section("learner", rows_learner, 100 if args.quick else 300)
+    section("clones", rows_clones, 300 if args.quick else 1000)
     section("inference", rows_inference, 50 if args.quick else 200)
     section("mastery", rows_mastery, args.budget, args.target)
     total = time.perf_counter() - started
