@@ -369,6 +369,9 @@ def test_split_sources_clones_each_teacher_apart_and_rehearses_a_kept_node_from_
     assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4, "policy": 2}
     with pytest.raises(ValueError, match="min_source_segments=-1"):
         TrainSettings(min_source_segments=-1)
+    with pytest.raises(ValueError, match=r"train.workers=0 must be >= 1, or null for one per core"):
+        TrainSettings(workers=0)
+    assert TrainSettings(workers=None).workers >= 1  # null: one per core
 
 
 def test_pool_tasks_break_a_tie_on_the_node_own_tasks(tmp_path, monkeypatch):

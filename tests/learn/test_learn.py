@@ -110,9 +110,10 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
 
 
 def test_clones_trained_in_worker_processes_are_the_ones_trained_here(scoop_segments, scripted_flips):
-    """fit_clones: two clones (one fresh, rehearsing scoop, with input noise from torch's random
-    state; one a fine-tuned copy) come back from two worker processes with the weights and
-    histories they get one after another in this process, and each with its own weights."""
+    """fit_clones: two clones (a fresh one, and a trained policy fine-tuned without new
+    normalisation; both rehearse scoop, with input noise from torch's random state) come back
+    from two worker processes with the weights and histories they get one after another in this
+    process, and each with its own weights."""
     policy_config = PolicyConfig(use_image=False, use_egg_state=True, hidden=64, input_noise=0.1)
     flips = ChunkDataset.from_segments(scripted_flips[:6], policy_config.chunk)
     scoops = ChunkDataset.from_segments(scoop_segments[:6], policy_config.chunk)
