@@ -155,17 +155,16 @@ def main() -> None:
                 "seconds": sum(r["seconds"] for r in mine),
                 "mastered at iteration": None if mastered_at is None else mastered_at["iteration"],
             }
-        # what each node's BC once clones kept of the skills learnt before it, and the tree: the
-        # final policy against the last node's clones on every node's tasks
+        # what each node's BC once clones kept of the skills learnt before it
+        names = list(held_out)
         kept = {
             name: {
-                other: [float(run(p, tree.node(other)).mean()) for p in clones[name]]
-                for other in list(held_out)[: list(held_out).index(name)]
+                other: [float(run(p, tree.node(other)).mean()) for p in clones[name]] for other in names[:i]
             }
-            for name in held_out
+            for i, name in enumerate(names)
         }
         if held_out:  # one policy for the whole tree: each node's own primitives, or the last clones
-            last = list(held_out)[-1]
+            last = names[-1]
             whole = {
                 "primitives alone": np.concatenate([arms[n]["primitives alone"] for n in held_out]),
                 "BC once": np.concatenate(
