@@ -18,6 +18,8 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import logging.handlers
+import queue
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -257,6 +259,13 @@ class BCTrainer:
         if best[1] is not None:
             self.policy.load_state_dict(best[1])
         self.policy.eval()
+        log.info(
+            "trained %d steps on %d samples: best validation loss %.4f at step %d",
+            history[-1]["step"] if history else 0,
+            len(train),
+            best[0],
+            best[2],
+        )
         return {
             "history": history,
             "best_val_loss": best[0],
@@ -291,6 +300,26 @@ def _fit_clone(job: CloneJob) -> tuple[torch.nn.Module, dict]:
     return job.policy, trainer.fit(job.data, rehearsal=job.rehearsal, set_normalization=job.set_normalization)
 
 
+def _fit_clone_logged(job: CloneJob, level: int) -> tuple[torch.nn.Module, dict, list[logging.LogRecord]]:
+    """:func:`_fit_clone` in a worker process, which has no logging set up: also returns the
+    package's log records at ``level`` and above, made picklable by ``QueueHandler``."""
+    records: queue.SimpleQueue = queue.SimpleQueue()
+    handler = logging.handlers.QueueHandler(records)
+    package = logging.getLogger("robo_coevolve")
+    package.setLevel(level)
+    package.addHandler(handler)
+    package.propagate = False  # the parent emits them
+    try:
+        policy, fit = _fit_clone(job)
+    finally:
+        package.removeHandler(handler)
+        package.propagate = True
+    out = []
+    while not records.empty():
+        out.append(records.get_nowait())
+    return policy, fit, out
+
+
 def fit_clones(jobs: list[CloneJob], workers: int = 1) -> list[tuple[torch.nn.Module, dict]]:
     """Train every job's policy; returns (trained policy, history) pairs in the jobs' order.
 
@@ -298,7 +327,8 @@ def fit_clones(jobs: list[CloneJob], workers: int = 1) -> list[tuple[torch.nn.Mo
     process of its own (forkserver, one torch thread each by ``TrainConfig.threads``): the policies
     come back trained as they would have been one after another in this process, bit for bit on
     the same CPU (``tests/learn/test_learn.py``). On two cores, a catch iteration's two clones
-    (~80 s each) then take the time of one."""
+    (~80 s each) then take the time of one. What the workers log reaches this process's log,
+    each clone's lines together and in the jobs' order, once its clone is back."""
     if workers < 1:
         raise ValueError(f"workers={workers} must be >= 1")
     if workers == 1 or len(jobs) < 2:
@@ -307,5 +337,13 @@ def fit_clones(jobs: list[CloneJob], workers: int = 1) -> list[tuple[torch.nn.Mo
 
     from robo_coevolve.explore.backend import process_context
 
+    level = logging.getLogger("robo_coevolve").getEffectiveLevel()
+    out = []
     with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=process_context()) as pool:
-        return list(pool.map(_fit_clone, jobs))
+        for policy, fit, records in pool.map(_fit_clone_logged, jobs, [level] * len(jobs)):
+            for record in records:
+                logger = logging.getLogger(record.name)
+                if logger.isEnabledFor(record.levelno):
+                    logger.handle(record)
+            out.append((policy, fit))
+    return out

@@ -1,6 +1,7 @@
 """The learner end to end at small scale: scripted segments -> dataset -> BC -> closed loop."""
 
 import json
+import logging
 from dataclasses import replace
 
 import numpy as np
@@ -109,11 +110,12 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
     assert len(np.unique(both.segment_index)) == len(np.unique(scoop_data.segment_index)) + len(flip)
 
 
-def test_clones_trained_in_worker_processes_are_the_ones_trained_here(scoop_segments, scripted_flips):
+def test_clones_trained_in_worker_processes_are_the_ones_trained_here(scoop_segments, scripted_flips, caplog):
     """fit_clones: two clones (a fresh one, and a trained policy fine-tuned without new
     normalisation; both rehearse scoop, with input noise from torch's random state) come back
     from two worker processes with the weights and histories they get one after another in this
-    process, and each with its own weights."""
+    process, and each with its own weights; the workers' log lines reach this process's log as
+    the same lines in the same order."""
     policy_config = PolicyConfig(use_image=False, use_egg_state=True, hidden=64, input_noise=0.1)
     flips = ChunkDataset.from_segments(scripted_flips[:6], policy_config.chunk)
     scoops = ChunkDataset.from_segments(scoop_segments[:6], policy_config.chunk)
@@ -130,8 +132,17 @@ def test_clones_trained_in_worker_processes_are_the_ones_trained_here(scoop_segm
             out.append(CloneJob(policy, torch.get_rng_state(), config, flips, scoops, fresh))
         return out
 
-    here = fit_clones(jobs(), workers=1)
-    there = fit_clones(jobs(), workers=2)
+    def logged(workers: int) -> tuple[list, list[str]]:
+        todo = jobs()
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="robo_coevolve"):
+            fits = fit_clones(todo, workers=workers)
+        return fits, [r.getMessage() for r in caplog.records if r.name == "robo_coevolve.learn.trainer"]
+
+    here, here_log = logged(1)
+    there, there_log = logged(2)
+    assert len(here_log) == 2 and here_log[0].startswith("trained 30 steps"), here_log
+    assert there_log == here_log
     for (a, fit_a), (b, fit_b) in zip(here, there, strict=True):
         assert [h["val_loss"] for h in fit_a["history"]] == [h["val_loss"] for h in fit_b["history"]]
         for (name, x), y in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
