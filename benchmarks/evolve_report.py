@@ -23,10 +23,12 @@ All run on the same tasks, so the margin (co-evolution minus the better baseline
 difference: it is printed with its 95% interval (normal approximation over the tasks' paired
 outcomes, BC once's outcome on a task being the share of its clones that solved it) and the
 tasks only one of the two solved (BC once: by any of its clones). A margin whose interval holds
-0 is not a difference these tasks can show. Each BC once clone is also run on the skills it
-rehearsed (what it kept of them). The tree row pools every node's tasks: the final policy
-against each node's own primitive answer, and against the last node's BC once clones (the
-policy a user gets from cloning each node once). The clones train at once, one per core.
+0 is not a difference these tasks can show. Every arm's success is also broken down by the
+tasks' egg mass (fifths of the node's tasks: where the failures lie). Each BC once clone is
+also run on the skills it rehearsed (what it kept of them). The tree row pools every node's
+tasks: the final policy against each node's own primitive answer, and against the last node's
+BC once clones (the policy a user gets from cloning each node once). The clones train at once,
+one per core.
 
 Also prints the run's curve (policy success per iteration), trials and wall time per node until
 mastery, from ``metrics.jsonl``.
@@ -74,6 +76,17 @@ def paired_margin(ours: np.ndarray, theirs: np.ndarray) -> dict:
         "interval": [float(d.mean() - half), float(d.mean() + half)],
         "only ours": int(np.sum(ours & ~theirs.any(axis=0))),
         "only theirs": int(np.sum(~ours & theirs.any(axis=0))),
+    }
+
+
+def by_mass(masses: np.ndarray, runs: dict[str, np.ndarray], bins: int = 5) -> dict:
+    """Each arm's success within each ``bins``-quantile of the tasks' egg masses (a 2-D arm, one
+    row per policy, by the mean of its rows): where on the node's mass range the failures lie."""
+    edges = np.quantile(masses, np.linspace(0.0, 1.0, bins + 1))
+    which = np.clip(np.searchsorted(edges, masses, side="right") - 1, 0, bins - 1)
+    return {
+        "edges (kg)": edges.tolist(),
+        **{arm: [float(o[..., which == b].mean()) for b in range(bins)] for arm, o in runs.items()},
     }
 
 
@@ -144,9 +157,13 @@ def main() -> None:
             arms[node.name] = runs
             rates = {k: float(v.mean()) for k, v in runs.items()}
             best = max(BASELINES, key=rates.__getitem__)
+            masses = np.array(
+                [t.egg_mass for t in tasks.sample_many(np.random.default_rng(seed), args.tasks)]
+            )
             results[node.name] = {
                 **rates,
                 "BC once, each clone": [float(o.mean()) for o in runs["BC once"]],
+                "by egg mass": by_mass(masses, runs),
                 "against": best,
                 **paired_margin(runs["co-evolution"], runs[best]),
                 "status": tree.status[node.name],
@@ -192,6 +209,15 @@ def main() -> None:
             f"{r['co-evolution']:.1%} | {100 * r['margin']:+.1f} ({100 * lo:+.1f}, {100 * hi:+.1f}) vs "
             f"{r['against']} | {r['only ours']} / {r['only theirs']} |"
         )
+    arms_named = ("primitives alone", "BC once", "loop, first iteration", "co-evolution")
+    print("\nby egg mass, fifths of each node's tasks:\n")
+    print("| node | egg mass (g) | " + " | ".join(arms_named) + " |")
+    print("|---|---|" + "--:|" * len(arms_named))
+    for name, r in results.items():
+        edges = r["by egg mass"]["edges (kg)"]
+        for b in range(len(edges) - 1):
+            rates = " | ".join(f"{r['by egg mass'][arm][b]:.1%}" for arm in arms_named)
+            print(f"| {name} | {1000 * edges[b]:.1f}-{1000 * edges[b + 1]:.1f} | {rates} |")
     if held_out:
         lo, hi = tree_row["interval"]
         print(
