@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -142,7 +143,7 @@ def main() -> None:
             first = mine[0]["iteration"]
             first_policy = VLAPolicy.from_pretrained(args.run_dir / "checkpoints" / checkpoint_name(first))
             clones[node.name] = bc_once(
-                args.run_dir, state, node.skill, first, first_policy.config, args.bc_seeds
+                args.run_dir, state, node.skill, first, first_policy.config, range(args.bc_seeds)
             )
             mastered_at = next((r for r in mine if r["mastered"]), None)
             tasks, seed = held_out[node.name]
@@ -239,11 +240,20 @@ def main() -> None:
         args.json.write_text(json.dumps(report, indent=2))
 
 
-def bc_once(run_dir: Path, state: RunState, skill: str, first: int, config, seeds: int) -> list[VLAPolicy]:
-    """``seeds`` fresh policies, each cloned once, with the run's training settings for a new
-    stage, from the latest ``max_segments`` segments of ``skill`` that iteration ``first``
-    stored, rehearsing those of every other skill stored before it: the loop's first training of
-    the node (``stage_report.py --iteration``), without its selection."""
+def bc_once(
+    run_dir: Path,
+    state: RunState,
+    skill: str,
+    first: int,
+    config,
+    seeds: Sequence[int],
+    extra: ChunkDataset | None = None,
+) -> list[VLAPolicy]:
+    """A fresh policy per training seed of ``seeds``, each cloned once, with the run's training
+    settings for a new stage, from the latest ``max_segments`` segments of ``skill`` that
+    iteration ``first`` stored (and ``extra``'s rows), rehearsing those of every other skill
+    stored before it: the loop's first training of the node (``stage_report.py --iteration``),
+    without its selection."""
     section = state.config["train"]
     train = TrainConfig(**{**settings(section["train"], "{}"), "progress": False})
     library = SkillLibrary(run_dir / "library")
@@ -260,10 +270,12 @@ def bc_once(run_dir: Path, state: RunState, skill: str, first: int, config, seed
     own = data(skill, first, first)
     if own is None:
         raise SystemExit(f"{run_dir}: the library holds no {skill} segment of iteration {first}")
+    if extra is not None:
+        own = ChunkDataset.concat([own, extra])
     earlier = [d for d in (data(s, None, first - 1) for s in library.skills() if s != skill) if d]
     rehearsal = ChunkDataset.concat(earlier) if earlier else None
     jobs = []
-    for seed in range(seeds):
+    for seed in seeds:
         torch.manual_seed(seed)
         policy = VLAPolicy(config)
         jobs.append(CloneJob(policy, torch.get_rng_state(), replace(train, seed=seed), own, rehearsal))
