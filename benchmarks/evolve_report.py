@@ -144,7 +144,7 @@ def main() -> None:
             first_policy = VLAPolicy.from_pretrained(args.run_dir / "checkpoints" / checkpoint_name(first))
             clones[node.name] = bc_once(
                 args.run_dir, state, node.skill, first, first_policy.config, range(args.bc_seeds)
-            )
+            )[0]
             mastered_at = next((r for r in mine if r["mastered"]), None)
             tasks, seed = held_out[node.name]
             runs = {
@@ -247,13 +247,14 @@ def bc_once(
     first: int,
     config,
     seeds: Sequence[int],
-    extra: ChunkDataset | None = None,
-) -> list[VLAPolicy]:
+    extras: Sequence[ChunkDataset | None] = (None,),
+) -> list[list[VLAPolicy]]:
     """A fresh policy per training seed of ``seeds``, each cloned once, with the run's training
     settings for a new stage, from the latest ``max_segments`` segments of ``skill`` that
-    iteration ``first`` stored (and ``extra``'s rows), rehearsing those of every other skill
-    stored before it: the loop's first training of the node (``stage_report.py --iteration``),
-    without its selection."""
+    iteration ``first`` stored, rehearsing those of every other skill stored before it: the
+    loop's first training of the node (``stage_report.py --iteration``), without its selection.
+    One list of clones per entry of ``extras``, rows added to the node's own (None: none); the
+    library is read once and every clone trains in one pool."""
     section = state.config["train"]
     train = TrainConfig(**{**settings(section["train"], "{}"), "progress": False})
     library = SkillLibrary(run_dir / "library")
@@ -270,16 +271,17 @@ def bc_once(
     own = data(skill, first, first)
     if own is None:
         raise SystemExit(f"{run_dir}: the library holds no {skill} segment of iteration {first}")
-    if extra is not None:
-        own = ChunkDataset.concat([own, extra])
     earlier = [d for d in (data(s, None, first - 1) for s in library.skills() if s != skill) if d]
     rehearsal = ChunkDataset.concat(earlier) if earlier else None
     jobs = []
-    for seed in seeds:
-        torch.manual_seed(seed)
-        policy = VLAPolicy(config)
-        jobs.append(CloneJob(policy, torch.get_rng_state(), replace(train, seed=seed), own, rehearsal))
-    return [policy for policy, _ in fit_clones(jobs, workers=os.cpu_count() or 1)]
+    for extra in extras:
+        rows = own if extra is None else ChunkDataset.concat([own, extra])
+        for seed in seeds:
+            torch.manual_seed(seed)
+            policy = VLAPolicy(config)
+            jobs.append(CloneJob(policy, torch.get_rng_state(), replace(train, seed=seed), rows, rehearsal))
+    policies = [policy for policy, _ in fit_clones(jobs, workers=os.cpu_count() or 1)]
+    return [policies[i : i + len(seeds)] for i in range(0, len(policies), len(seeds))]
 
 
 if __name__ == "__main__":

@@ -96,12 +96,10 @@ def main() -> None:
     held_out_seed = HELD_OUT_SEED + len(earlier)  # evolve_report.py's tasks of this node
     control_hz = float(state.config["env"]["control_hz"])
     starts = answer_starts(params, node.distribution(), args.starts, START_SEED, config.chunk, control_hz)
-    arms = {
-        "demonstrations": bc_once(args.run_dir, state, node.skill, first, config, args.seeds),
-        f"+ {args.starts} start states": bc_once(
-            args.run_dir, state, node.skill, first, config, args.seeds, extra=starts
-        ),
-    }
+    plain, started = bc_once(
+        args.run_dir, state, node.skill, first, config, args.seeds, extras=(None, starts)
+    )
+    arms = {"demonstrations": plain, f"+ {args.starts} start states": started}
     tasks = node.distribution()
     masses = np.array(
         [t.egg_mass for t in tasks.sample_many(np.random.default_rng(held_out_seed), args.tasks)]
