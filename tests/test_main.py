@@ -28,6 +28,7 @@ def test_main_job_searches_primitives_and_renders_the_best_and_a_failure(tmp_pat
         "explore.select_trials=10",
         "explore.demos=30",
         "explore.demo_bar=0",
+        "explore.polish=null",
         "explore.eval_tasks=20",
         "explore.noise_baseline.trials=20",
         "env.render_size=[160,120]",

@@ -4,7 +4,8 @@ Each iteration works on the first active node of the skill tree (with ``Budget.c
 every node is mastered, on the first mastered node whose success has since fallen below its bar):
 
 1. **explore**: a skill's first iteration searches motion primitives with mixture CEM, and the
-   search's answer then demonstrates the skill on ``SearchSettings.demos`` fresh tasks (if it is
+   search's answer, polished on shared tasks (``SearchSettings.polish``, ``explore.search.Polish``),
+   then demonstrates the skill on ``SearchSettings.demos`` fresh tasks (if it is
    reliable there, those successes, not the search's noisy ones, are refined; if not, with
    ``TrainSettings.compare_examples``, a clone of each set decides which); later iterations
    split their trials between primitives around the modes found and the policy's own episodes
@@ -766,6 +767,8 @@ class EvolutionLoop:
             }
             if len(result.searches) > 1:
                 out["searches"] = result.searches
+            if result.polish is not None:
+                out["polish"] = {k: v for k, v in result.polish.items() if k != "answer"}
             if len(contenders) > 1:
                 out["contenders"] = {name: len(found) for name, found in contenders.items()}
             if pool is not None:

@@ -92,6 +92,16 @@ class MixtureCEM:
         self.generation = 0
 
     # ------------------------------------------------------------------ ask / tell
+    def start_from(self, means: np.ndarray) -> None:
+        """Seed the modes at ``means`` (k, dim), each with ``init_std``, instead of sampling the
+        prior first: a search that refines known answers (``explore.search.Polish``)."""
+        means = np.atleast_2d(np.asarray(means, dtype=np.float64))
+        if means.shape[1] != self.dim or not 1 <= len(means) <= self.max_modes:
+            raise ValueError(
+                f"start_from needs 1 to max_modes={self.max_modes} means of dim {self.dim}, got {means.shape}"
+            )
+        self.modes = [Mode(mean=m.copy(), std=np.full(self.dim, self.init_std)) for m in means]
+
     def ask(self) -> tuple[np.ndarray, np.ndarray]:
         """``(params (population, dim), labels (population,))``; label -1 marks a prior sample,
         k >= 0 a sample of mode k."""

@@ -18,6 +18,7 @@ best and a typical failed trial of the last generation. Writes into ``output_dir
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -30,7 +31,7 @@ from robo_coevolve.evolve.loop import SearchSettings
 from robo_coevolve.explore import primitives
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.open_loop import noise_trials
-from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params
+from robo_coevolve.explore.search import Polish, PrimitiveSearch, evaluate_params
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.resources import conf_dir
 from robo_coevolve.task_distribution import TaskDistribution
@@ -66,7 +67,21 @@ def search_settings(explore: DictConfig) -> SearchSettings:
         demo_bar=float(e.demo_bar),
         restarts=int(e.restarts),
         cem=OmegaConf.to_container(e.cem, resolve=True),
+        polish=_polish(e.get("polish")),
     )
+
+
+def _polish(cfg: DictConfig | None) -> Polish | None:
+    if cfg is None:
+        return None
+    fields = OmegaConf.to_container(cfg, resolve=True)
+    known = {f.name for f in dataclasses.fields(Polish)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ValueError(
+            f"explore.polish has no setting {unknown}: known are {sorted(known)} (or explore.polish=null)"
+        )
+    return Polish(**fields)
 
 
 def _rate(trajs) -> float:
@@ -210,6 +225,7 @@ class ExploreWorkspace:
             "search_success": result.success_rate,
             "demo_success": result.demo_success,
             "searches": result.searches,
+            "polish": result.polish,
             "held_out_success": _rate(held_out),
             "held_out_tasks": len(held_out),
             "noise_baseline": noise_rate,

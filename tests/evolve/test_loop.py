@@ -25,6 +25,7 @@ TINY = [
     "explore.select_trials=10",
     "explore.demos=40",
     "explore.restarts=0",  # one search, below its demo bar (restarts: tests/explore/test_search.py)
+    "explore.polish=null",  # (polish: tests/explore/test_search.py)
     "explore.schedule.trials=40",
     "explore.backend.workers=2",
     "train.train.steps=600",

@@ -51,6 +51,22 @@ def test_first_generation_samples_the_prior_and_later_ones_the_modes():
     assert len(x) == 40 and (labels >= 0).sum() >= 30 and (labels == -1).sum() == 4
 
 
+def test_started_from_a_point_it_samples_only_there_and_climbs_to_the_nearest_peak():
+    cem = MixtureCEM(4, np.random.default_rng(2), population=40, max_modes=1, init_std=0.05, explore_frac=0.0)
+    start = np.full(4, 0.3)  # near A, on the slope
+    cem.start_from(start)
+    x, labels = cem.ask()
+    assert (labels == 0).all() and np.abs(x - start).max() < 0.3  # no prior samples, all around start
+    for _ in range(15):
+        cem.tell(x, labels, two_peaks(x))
+        x, labels = cem.ask()
+    assert np.linalg.norm(cem.modes[0].mean - A) < 0.05, cem.modes[0].mean
+    with pytest.raises(ValueError, match="start_from"):
+        cem.start_from(np.zeros((2, 4)))  # more means than max_modes
+    with pytest.raises(ValueError, match="start_from"):
+        cem.start_from(np.zeros(3))
+
+
 def test_same_seed_same_search():
     a, b = search(generations=5), search(generations=5)
     for ma, mb in zip(a.modes, b.modes, strict=True):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from robo_coevolve.explore.backend import LocalBackend
-from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params, trial_score
+from robo_coevolve.explore.search import Polish, PrimitiveSearch, evaluate_params, trial_score
 from robo_coevolve.task_distribution import TaskDistribution
 
 
@@ -150,3 +150,37 @@ def test_below_the_demo_bar_the_search_restarts_and_keeps_the_best_demonstrated_
         n = len(result.searches)
         assert (result.searches[-1] == 1.0) == (n < 3) and all(r < 1.0 for r in result.searches[:-1])
         assert result.trials == n * 90
+
+
+def test_polish_turns_an_answer_that_never_scoops_into_one_that_does_and_it_demonstrates():
+    with LocalBackend(workers=2) as backend:
+        search = PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend, seed=0, population=40)
+        polish = Polish(trials=480, population=20, tasks=8, check=40, below=1.0)
+        result = search.run(120, select_trials=10, demos=12, demo_bar=0.0, polish=polish)
+        unpolished = evaluate_params(
+            np.asarray(result.polish["answer"]), search.tasks, backend, n=30, seed=99
+        )
+        polished = evaluate_params(result.best_params, search.tasks, backend, n=30, seed=99)
+        done = PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend, seed=0, population=40).run(
+            200, select_trials=10, demos=12, demo_bar=0.0, polish=polish
+        )
+    p = result.polish
+    assert p["adopted"] and p["check"][1] >= p["check"][0] + 0.5, p  # 120 trials find no scoop
+    assert len(p["generations"]) == 3 and p["trials"] == 3 * 20 * 8 + 2 * 40
+    assert np.mean([t.success for t in polished]) >= np.mean([t.success for t in unpolished]) + 0.5
+    assert any(np.array_equal(m, result.best_params) for m in result.modes)  # it replaced its mode
+    # the demonstrations were run afresh by the polished answer, after the first ones
+    assert (
+        result.demo_success >= 0.6
+        and result.trials == 90 + sum(result.selection_trials) + 12 + p["trials"] + 12
+    )
+    assert done.polish == {"skipped": "the answer succeeds 100% >= below"} and done.trials < 240
+
+
+def test_polish_settings_are_checked():
+    with pytest.raises(ValueError, match="cover one generation"):
+        Polish(trials=100, population=20, tasks=8)
+    with pytest.raises(ValueError, match="min_std"):
+        Polish(std=0.01, min_std=0.02)
+    with pytest.raises(ValueError, match="below"):
+        Polish(below=0.0)
