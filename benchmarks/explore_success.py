@@ -12,7 +12,10 @@ success judged by the physics scorer (integrity included). Reported:
 - the modes' wrist-roll signs (flip is solved rolling either way);
 - with ``--demos`` (the loop's 300, with ``--target 0.9``), each answer's demonstration success,
   and what keeping the best-demonstrating of k searches gives (``explore.restarts``): the mean and
-  worst held-out success of that pick over every k-subset of the seeds.
+  worst held-out success of that pick over every k-subset of the seeds;
+- with ``--polish``, each answer is polished with ``explore.polish`` from
+  ``conf/explore/primitives.yaml`` (``explore.search.Polish``), and the answer before polishing
+  runs on the same held-out tasks as the one kept.
 
 Baselines on the same task distribution, ``--baseline`` trials each: random smooth noise (pink
 noise around the start pose, no primitives) at two temperatures, the primitives' prior (uniform
@@ -22,6 +25,8 @@ with pink noise (closed loop).
     python benchmarks/explore_success.py [--skills scoop flip catch] [--seeds 0 1] [--budget 3000]
     python benchmarks/explore_success.py --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
         --target 0.9 --demos 300 --eval 400 --baseline 0    # restarts: best of k by demonstrations
+    python benchmarks/explore_success.py --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
+        --target 0.9 --demos 300 --eval 400 --baseline 0 --polish   # the same answers, polished
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
 
 from robo_coevolve.explore import primitives  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
@@ -48,7 +54,9 @@ from robo_coevolve.explore.open_loop import Trial, noise_trials  # noqa: E402
 from robo_coevolve.explore.plans import PrimitivePlan  # noqa: E402
 from robo_coevolve.explore.policies import RandomMLPPolicy  # noqa: E402
 from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params  # noqa: E402
+from robo_coevolve.resources import conf_dir  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
+from robo_coevolve.workspace.explore import polish_settings  # noqa: E402
 
 ROLL = primitives.NAMES.index("toss_roll")
 
@@ -57,7 +65,7 @@ def rate(trajs) -> float:
     return float(np.mean([t.success for t in trajs])) if trajs else 0.0
 
 
-def search_figures(skill, seed, budget, n_eval, select, backend, target=None, demos=0) -> dict:
+def search_figures(skill, seed, budget, n_eval, select, backend, target=None, demos=0, polish=None) -> dict:
     tasks = TaskDistribution.for_skill(skill)
     start = time.perf_counter()
     outcomes: list[bool] = []
@@ -67,6 +75,7 @@ def search_figures(skill, seed, budget, n_eval, select, backend, target=None, de
         on_generation=lambda gen, trajs: outcomes.extend(t.success for t in trajs),
         select_trials=select,
         demos=demos,
+        polish=polish,
     )
     seconds = time.perf_counter() - start
     first = next((i + 1 for i, s in enumerate(outcomes) if s), None)
@@ -74,6 +83,10 @@ def search_figures(skill, seed, budget, n_eval, select, backend, target=None, de
     held_out = rate(evaluate_params(result.best_params, tasks, backend, n_eval, seed=10_000 + seed))
     per_mode = [rate(evaluate_params(m, tasks, backend, n_eval, seed=10_000 + seed)) for m in result.modes]
     rolls = [float(primitives.physical(m)["toss_roll"]) for m in result.modes]
+    unpolished = held_out
+    if result.polish is not None and "answer" in result.polish:
+        answer = np.asarray(result.polish["answer"])
+        unpolished = rate(evaluate_params(answer, tasks, backend, n_eval, seed=10_000 + seed))
     return {
         "skill": skill,
         "seed": seed,
@@ -87,6 +100,8 @@ def search_figures(skill, seed, budget, n_eval, select, backend, target=None, de
         "mode_rolls": rolls,
         "selection": result.selection,
         "demo_success": result.demo_success,
+        "polish": result.polish,
+        "held_out_before_polish": unpolished,
     }
 
 
@@ -133,17 +148,29 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=None, help="stop early at this success (loop: 0.9)")
     parser.add_argument("--demos", type=int, default=0, help="the answer's demonstrations (loop: 300)")
     parser.add_argument("--baseline", type=int, default=1000, help="trials per baseline (0: none)")
+    parser.add_argument("--polish", action="store_true", help="polish each answer (explore.polish)")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
 
+    polish = None
+    if args.polish:
+        polish = polish_settings(OmegaConf.load(conf_dir() / "explore" / "primitives.yaml").polish)
     searches, baselines = [], []
     with LocalBackend(workers=args.workers) as backend:
         for skill in args.skills:
             for seed in args.seeds:
                 searches.append(
                     search_figures(
-                        skill, seed, args.budget, args.eval, args.select, backend, args.target, args.demos
+                        skill,
+                        seed,
+                        args.budget,
+                        args.eval,
+                        args.select,
+                        backend,
+                        args.target,
+                        args.demos,
+                        polish,
                     )
                 )
                 s = searches[-1]
@@ -180,6 +207,22 @@ def main() -> None:
                 mean, worst, right = best_of(mine, k)
                 n = math.comb(len(mine), k)
                 print(f"| {skill} | {demos} | {k} | {mean:.1%} | {worst:.1%} | {right} of {n} |")
+    if polish is not None:
+        print(f"\nPolished answers ({polish.trials} trials, {polish.tasks} shared tasks per candidate)")
+        print("| skill | seed | held-out before | held-out kept | check: answer / polished | adopted |")
+        print("|---|--:|--:|--:|--:|---|")
+        for s in searches:
+            p = s["polish"] or {}
+            check = " / ".join(f"{c:.1%}" for c in p.get("check", [])) or p.get("skipped", "-")
+            print(
+                f"| {s['skill']} | {s['seed']} | {s['held_out_before_polish']:.1%} | {s['held_out']:.1%} | "
+                f"{check} | {p.get('adopted', False)} |"
+            )
+        polished = [s for s in searches if s["polish"] and "answer" in s["polish"]]
+        if polished:
+            before = np.mean([s["held_out_before_polish"] for s in polished])
+            after = np.mean([s["held_out"] for s in polished])
+            print(f"mean over {len(polished)} polished searches: {before:.1%} -> {after:.1%}")
     if baselines:
         print(
             f"\nBaselines, {args.baseline} trials each (random-init policy: {baselines[0]['policy episodes']} episodes)"

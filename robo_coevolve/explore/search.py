@@ -137,14 +137,14 @@ class Polish:
     replaces it only if it succeeds on more of them. Answers whose selection success is at least
     ``below`` are left alone (a scoop at 100% has nothing to gain)."""
 
-    trials: int = 9600
+    trials: int = 19200
     population: int = 40
-    tasks: int = 24
+    tasks: int = 48
     std: float = 0.05
     min_std: float = 0.01
     elite_frac: float = 0.2
     check: int = 200
-    below: float = 0.97
+    below: float = 0.99
 
     def __post_init__(self) -> None:
         for name in ("population", "tasks", "check"):

@@ -67,11 +67,12 @@ def search_settings(explore: DictConfig) -> SearchSettings:
         demo_bar=float(e.demo_bar),
         restarts=int(e.restarts),
         cem=OmegaConf.to_container(e.cem, resolve=True),
-        polish=_polish(e.get("polish")),
+        polish=polish_settings(e.get("polish")),
     )
 
 
-def _polish(cfg: DictConfig | None) -> Polish | None:
+def polish_settings(cfg: DictConfig | None) -> Polish | None:
+    """``explore.polish`` as ``Polish`` (None: off), its keys checked."""
     if cfg is None:
         return None
     fields = OmegaConf.to_container(cfg, resolve=True)

@@ -15,7 +15,7 @@ def explore(*overrides):
 
 def test_polish_comes_from_the_config_and_null_turns_it_off():
     assert search_settings(explore()).polish == Polish(**explore().polish)
-    assert search_settings(explore("explore.polish.trials=1920")).polish.generations == 2
+    assert search_settings(explore("explore.polish.trials=3840")).polish.generations == 2
     assert search_settings(explore("explore.polish=null")).polish is None
 
 
