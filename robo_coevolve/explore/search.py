@@ -24,6 +24,11 @@ Below the bar, ``restarts`` first searches again from fresh seeds, and the answe
 demonstrations succeed most often wins: eight independent catch searches' answers held 76-91% of
 fresh tasks (mean 85%), and the best of three by their demonstrations 89% on average (README,
 "Search again below the bar").
+
+With ``polish`` (``Polish``), the kept answer is then refined by a CEM that scores every candidate
+on the same batch of fresh tasks, which single-trial scores cannot do once the modes succeed ~90%
+of the time; the polished answer replaces it only if it succeeds more often on fresh tasks
+(README, "Polish the answer").
 """
 
 from __future__ import annotations
