@@ -337,16 +337,15 @@ class PrimitiveSearch:
             explore_frac=0.0,
         )
         cem.start_from(answer)
-        rates = []
+        rates, spent = [], 0
         for g in range(polish.generations):
             params, labels = cem.ask()
             tasks = self.tasks.sample_many(self.rng, polish.tasks)
             runs = self.backend.run_trials(
                 [Trial(t, PrimitivePlan(p), {"polish": g}) for p in params for t in tasks]
             )
-            rate = (
-                np.array([r.success for r in runs], np.float64).reshape(len(params), len(tasks)).mean(axis=1)
-            )
+            spent += len(runs)
+            rate = _successes(runs, len(params)).mean(axis=1)
             cem.tell(params, labels, rate, rate >= 0.5)
             rates.append(float(rate.mean()))
             log.info(
@@ -366,9 +365,9 @@ class PrimitiveSearch:
                 for t in tasks
             ]
         )
-        before, after = (sum(r.success for r in runs[i * len(tasks) : (i + 1) * len(tasks)]) for i in (0, 1))
+        spent += len(runs)
+        before, after = _successes(runs, 2).sum(axis=1).tolist()
         adopted = after > before
-        spent = polish.generations * polish.population * polish.tasks + len(runs)
         log.info(
             "%s polish: on %d fresh tasks the answer succeeds %d times, the polished answer %d (%s)",
             self.tasks.skill,
@@ -530,6 +529,12 @@ class PrimitiveSearch:
             len(shown),
         )
         return shown
+
+
+def _successes(runs: list[Trajectory], rows: int) -> np.ndarray:
+    """(rows, len(runs) // rows) successes of trials run row by row (each candidate on every
+    shared task)."""
+    return np.array([r.success for r in runs], np.float64).reshape(rows, -1)
 
 
 def evaluate_params(
