@@ -30,6 +30,10 @@ tasks: the final policy against each node's own primitive answer, and against th
 BC once clones (the policy a user gets from cloning each node once). The clones train at once,
 one per core.
 
+``--push N`` makes every held-out task push the egg once, sideways, at a random time (N newtons,
+``TaskSpec.disturbance_force``): tasks the open-loop answer was not made for, where a closed-loop
+policy can recover.
+
 Also prints the run's curve (policy success per iteration), trials and wall time per node until
 mastery, from ``metrics.jsonl``.
 """
@@ -97,7 +101,16 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--bc-seeds", type=int, default=3, help="BC once clones per node (training seeds)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--push",
+        type=float,
+        default=0.0,
+        help="N: every held-out task pushes the egg once, sideways, at a random time "
+        "(TaskSpec.disturbance_force; 0 = the node's own tasks)",
+    )
     args = parser.parse_args()
+    if not 0.0 <= args.push <= 5.0:
+        parser.error(f"--push={args.push} N is outside [0, 5] N (TaskSpec.disturbance_force's range)")
     state = RunState.load(args.run_dir)
     if state is None:
         raise SystemExit(f"{args.run_dir} has no completed iteration")
@@ -139,7 +152,10 @@ def main() -> None:
             info = state.nodes[node.name]
             if not mine or info["best_params"] is None:
                 continue
-            held_out[node.name] = (node.distribution(), HELD_OUT_SEED + len(results))
+            tasks = node.distribution()
+            if args.push:
+                tasks = replace(tasks, base=tasks.base.replace(disturbance_force=args.push))
+            held_out[node.name] = (tasks, HELD_OUT_SEED + len(results))
             first = mine[0]["iteration"]
             first_policy = VLAPolicy.from_pretrained(args.run_dir / "checkpoints" / checkpoint_name(first))
             clones[node.name] = bc_once(
@@ -195,7 +211,8 @@ def main() -> None:
             tree_row = {**rates, "against": best, **paired_margin(whole["co-evolution"], whole[best])}
 
     print(
-        f"\nheld-out success over {args.tasks} tasks per node (seed {HELD_OUT_SEED}+), BC once over {args.bc_seeds} clones:\n"
+        f"\nheld-out success over {args.tasks} tasks per node (seed {HELD_OUT_SEED}+"
+        f"{f', a {args.push} N push on the egg in each' if args.push else ''}), BC once over {args.bc_seeds} clones:\n"
     )
     print(
         "| node | status | iterations | trials | wall | primitives alone | BC once | loop, first iteration "
