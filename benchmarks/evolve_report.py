@@ -59,6 +59,8 @@ from robo_coevolve.explore.search import evaluate_params  # noqa: E402
 from robo_coevolve.learn import ChunkDataset, CloneJob, TrainConfig, evaluate_policy, fit_clones  # noqa: E402
 from robo_coevolve.library import SkillLibrary  # noqa: E402
 from robo_coevolve.policy import VLAPolicy  # noqa: E402
+from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
+from robo_coevolve.task_spec import TaskSpecError  # noqa: E402
 
 HELD_OUT_SEED = 777_777
 BASELINES = ("primitives alone", "BC once")
@@ -95,6 +97,11 @@ def by_mass(masses: np.ndarray, runs: dict[str, np.ndarray], bins: int = 5) -> d
     }
 
 
+def pushed(tasks: TaskDistribution, force: float) -> TaskDistribution:
+    """``tasks`` with a ``force`` N push on the egg in each (0: as they are); TaskSpec checks it."""
+    return replace(tasks, base=tasks.base.replace(disturbance_force=force)) if force else tasks
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dir", type=Path)
@@ -109,12 +116,14 @@ def main() -> None:
         "(TaskSpec.disturbance_force; 0 = the node's own tasks)",
     )
     args = parser.parse_args()
-    if not 0.0 <= args.push <= 5.0:
-        parser.error(f"--push={args.push} N is outside [0, 5] N (TaskSpec.disturbance_force's range)")
     state = RunState.load(args.run_dir)
     if state is None:
         raise SystemExit(f"{args.run_dir} has no completed iteration")
     tree = state.skill_tree()
+    try:  # TaskSpec checks the push, before any work
+        distributions = {node.name: pushed(node.distribution(), args.push) for node in tree.nodes}
+    except TaskSpecError as e:
+        parser.error(f"--push {args.push}: {e}")
     rows = [json.loads(line) for line in (args.run_dir / "metrics.jsonl").read_text().splitlines()]
     final = VLAPolicy.from_pretrained(args.run_dir / state.checkpoint)
     control_hz = float(state.config["env"]["control_hz"])
@@ -152,10 +161,7 @@ def main() -> None:
             info = state.nodes[node.name]
             if not mine or info["best_params"] is None:
                 continue
-            tasks = node.distribution()
-            if args.push:
-                tasks = replace(tasks, base=tasks.base.replace(disturbance_force=args.push))
-            held_out[node.name] = (tasks, HELD_OUT_SEED + len(results))
+            held_out[node.name] = (distributions[node.name], HELD_OUT_SEED + len(results))
             first = mine[0]["iteration"]
             first_policy = VLAPolicy.from_pretrained(args.run_dir / "checkpoints" / checkpoint_name(first))
             clones[node.name] = bc_once(
