@@ -69,7 +69,7 @@ def main() -> None:
     conf = conf_dir()
     refiner = hydra.utils.instantiate(OmegaConf.load(conf / "refine" / "default.yaml"))
     policy_config = hydra.utils.instantiate(OmegaConf.load(conf / "policy" / "state.yaml"))
-    train = OmegaConf.to_container(OmegaConf.load(conf / "train" / "bc.yaml"))["train"]
+    train = OmegaConf.to_container(OmegaConf.load(conf / "train" / "bc.yaml"))["fit"]
     train.pop("_target_")
     rows = {}
     with LocalBackend(workers=1) as backend:

@@ -279,7 +279,7 @@ def bc_once(
     One list of clones per entry of ``extras``, rows added to the node's own (None: none); the
     library is read once and every clone trains in one pool."""
     section = state.config["train"]
-    train = TrainConfig(**{**settings(section["train"], "{}"), "progress": False})
+    train = TrainConfig(**{**settings(section["fit"], "{}"), "progress": False})
     library = SkillLibrary(run_dir / "library")
     image = config.image_size if config.use_image else None
 

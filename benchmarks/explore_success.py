@@ -14,7 +14,7 @@ success judged by the physics scorer (integrity included). Reported:
   and what keeping the best-demonstrating of k searches gives (``explore.restarts``): the mean and
   worst held-out success of that pick over every k-subset of the seeds;
 - with ``--polish``, each answer is polished with ``explore.polish`` from
-  ``conf/explore/primitives.yaml`` (``explore.search.Polish``), and the answer before polishing
+  ``conf/explore/primitives.yaml`` (``explore.search.PolishConfig``), and the answer before polishing
   runs on the same held-out tasks as the one kept.
 
 Baselines on the same task distribution, ``--baseline`` trials each: random smooth noise (pink
@@ -52,7 +52,7 @@ from robo_coevolve.explore.closed_loop import policy_episodes  # noqa: E402
 from robo_coevolve.explore.noise import NoiseSpec  # noqa: E402
 from robo_coevolve.explore.open_loop import Trial, noise_trials  # noqa: E402
 from robo_coevolve.explore.plans import PrimitivePlan  # noqa: E402
-from robo_coevolve.explore.policies import RandomMLPPolicy  # noqa: E402
+from robo_coevolve.explore.random_policy import RandomMLPPolicy  # noqa: E402
 from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params  # noqa: E402
 from robo_coevolve.resources import conf_dir  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402

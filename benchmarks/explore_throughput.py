@@ -40,7 +40,7 @@ from robo_coevolve.explore.closed_loop import PolicyEpisode  # noqa: E402
 from robo_coevolve.explore.noise import NoiseSpec  # noqa: E402
 from robo_coevolve.explore.open_loop import OpenLoopSimulator, Trial  # noqa: E402
 from robo_coevolve.explore.plans import PrimitivePlan  # noqa: E402
-from robo_coevolve.explore.policies import RandomMLPPolicy  # noqa: E402
+from robo_coevolve.explore.random_policy import RandomMLPPolicy  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
 
 FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS

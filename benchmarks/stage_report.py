@@ -95,7 +95,7 @@ def main() -> None:
     train_section = state.config["train"]
     limit = int(train_section["max_segments"])
     policy_config = PolicyConfig(**settings(state.config["policy"], args.policy))
-    config = TrainConfig(**{**settings(train_section["train"], args.train), "progress": False})
+    config = TrainConfig(**{**settings(train_section["fit"], args.train), "progress": False})
     library = SkillLibrary(args.run_dir / "library")
     image = policy_config.image_size if policy_config.use_image else None
 

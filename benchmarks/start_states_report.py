@@ -26,11 +26,11 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import numpy as np  # noqa: E402
 from evolve_report import HELD_OUT_SEED, bc_once, by_mass, outcomes  # noqa: E402 (a sibling script)
 
+from robo_coevolve.action_space import command_as_action  # noqa: E402
 from robo_coevolve.env.egg_flip import EggFlipEnv  # noqa: E402
 from robo_coevolve.evolve.run_state import RunState, checkpoint_name  # noqa: E402
 from robo_coevolve.explore import primitives  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.explore.policies import command_as_action  # noqa: E402
 from robo_coevolve.explore.search import evaluate_params  # noqa: E402
 from robo_coevolve.learn import ChunkDataset, evaluate_policy  # noqa: E402
 from robo_coevolve.policy import VLAPolicy  # noqa: E402

@@ -64,7 +64,7 @@ def student_from_yaml(path: Path) -> PolicyConfig:
 
 
 def load_teacher(args) -> tuple[Path, SkillLibrary, dict[str, TaskDistribution]]:
-    """The teacher's checkpoint, the library and the task distribution of each skill to distil."""
+    """The teacher's checkpoint, the library and the task distribution of each skill to distill."""
     state = RunState.load(args.teacher) if (args.teacher / "state.json").exists() else None
     if state is None:
         if args.library is None:
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--library", type=Path, help="skill library (default: the run's)")
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--skill", nargs="+", help="skills (a run's node names) to distil; see above")
+    parser.add_argument("--skill", nargs="+", help="skills (a run's node names) to distill; see above")
     parser.add_argument(
         "--student-config",
         type=Path,
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: skill library {library.root} has no segments of {empty}", file=sys.stderr)
         return 2
     if not (args.segments or args.rollouts or args.starts):
-        print("error: nothing to distil from: use --segments, --rollouts or --starts", file=sys.stderr)
+        print("error: nothing to distill from: use --segments, --rollouts or --starts", file=sys.stderr)
         return 2
     config = DistillConfig(
         hidden=args.hidden,
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     t, s = report["teacher"], report["student"]
     print(
         "\n| skill | teacher success | student success | held-out tasks | parameters teacher / student "
-        "| act() 1 / 16 envs teacher | student | distil time |"
+        "| act() 1 / 16 envs teacher | student | distill time |"
     )
     print("|---|--:|--:|--:|--:|--:|--:|--:|")
     for skill in tasks:

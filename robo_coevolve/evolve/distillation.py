@@ -75,7 +75,7 @@ class DistillSettings:
         if self.student is not None and not (self.segments or self.teacher_rollouts or self.start_states):
             raise ValueError(
                 "distill.segments, distill.teacher_rollouts and distill.start_states are 0: "
-                "nothing to distil from"
+                "nothing to distill from"
             )
         if self.eval_tasks is not None and self.eval_tasks < 1:
             raise ValueError(f"distill.eval_tasks={self.eval_tasks} must be >= 1, or null (the nodes')")
@@ -103,7 +103,7 @@ class DistillSettings:
         )
 
 
-def distil_run(
+def distill_run(
     settings: DistillSettings,
     teacher: VLAPolicy,
     checkpoint: str,

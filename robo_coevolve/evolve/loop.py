@@ -4,25 +4,25 @@ Each iteration works on the first active node of the skill tree (with ``Budget.c
 every node is mastered, on the first mastered node whose success has since fallen below its bar):
 
 1. **explore**: a skill's first iteration searches motion primitives with mixture CEM, and the
-   search's answer, polished on shared tasks (``SearchSettings.polish``, ``explore.search.Polish``),
-   then demonstrates the skill on ``SearchSettings.demos`` fresh tasks (if it is
+   search's answer, polished on shared tasks (``SearchConfig.polish``, ``explore.search.PolishConfig``),
+   then demonstrates the skill on ``SearchConfig.demos`` fresh tasks (if it is
    reliable there, those successes, not the search's noisy ones, are refined; if not, with
-   ``TrainSettings.compare_examples``, a clone of each set decides which); later iterations
+   ``CloneConfig.compare_examples``, a clone of each set decides which); later iterations
    split their trials between primitives around the modes found and the policy's own episodes
-   with correlated noise (``ExploreSchedule``); with co-evolution on (``CoEvolveSettings``), they
+   with correlated noise (``ExploreSchedule``); with co-evolution on (``CoEvolveConfig``), they
    draw their tasks from the node's task pool, grown first, and an answer adopted there by an
    ``AnswerSearch`` demonstrates on the pool, its successes competing like the first search's;
 2. **score** is the simulator's: every trial comes back with its physics verdict;
 3. **refine**: the successes' core segments, smoothed, replayed, novelty-gated (``Refiner``);
 4. **store**: into the run's ``SkillLibrary``;
 5. **train**: behaviour cloning of the policy on the node's latest segments (with
-   ``TrainSettings.split_sources``, the primitives' and the policy's own apart, one clone each),
+   ``CloneConfig.split_sources``, the primitives' and the policy's own apart, one clone each),
    rehearsing the segments of its ancestors and of every other mastered node
    (a fresh clone every iteration with ``refit``; otherwise a node's first iteration starts a new
    stage and later ones fine-tune), ``candidates`` policies from different seeds (and more
    rounds of them, ``redraws``, while none holds every bar); with
    ``select_episodes``, the best of them closed loop on selection tasks replaces the current
-   policy if it does at least as well there (with ``CoEvolveSettings.select_episodes``, also on
+   policy if it does at least as well there (with ``CoEvolveConfig.select_episodes``, also on
    tasks drawn from the node's pool);
 6. **evaluate**: closed-loop success of the policy on held-out tasks of the node and of those it
    rehearses
@@ -56,7 +56,7 @@ import torch
 
 from robo_coevolve.coevolve import AnswerSearch, TaskAdversary, TaskPool, TaskSynthesizer
 from robo_coevolve.evolve import plots
-from robo_coevolve.evolve.distillation import DistillSettings, distil_run
+from robo_coevolve.evolve.distillation import DistillSettings, distill_run
 from robo_coevolve.evolve.run_state import (
     CHECKPOINTS,
     METRICS_FILE,
@@ -71,7 +71,7 @@ from robo_coevolve.evolve.schedule import ExploreSchedule
 from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.explore.open_loop import Trial
 from robo_coevolve.explore.plans import PrimitivePlan
-from robo_coevolve.explore.search import PrimitiveSearch, SearchSettings, trial_score
+from robo_coevolve.explore.search import PrimitiveSearch, SearchConfig, trial_score
 from robo_coevolve.learn import (
     ChunkDataset,
     CloneJob,
@@ -161,7 +161,7 @@ class Budget:
 
 
 @dataclass(frozen=True)
-class TrainSettings:
+class CloneConfig:
     """Per-iteration behaviour cloning on the latest ``max_segments`` segments of each skill.
 
     With ``refit`` every iteration trains a fresh policy for ``train.steps`` (normalisation from
@@ -225,7 +225,7 @@ class TrainSettings:
     once, each in a process of its own (:func:`~robo_coevolve.learn.fit_clones`; None: one per
     core, 1: one after another in this process). The clones are the same either way."""
 
-    train: TrainConfig = TrainConfig(progress=False)
+    fit: TrainConfig = TrainConfig(progress=False)
     finetune_steps: int = 1000
     max_segments: int = 400
     refit: bool = False
@@ -273,7 +273,7 @@ class TrainSettings:
 
 
 @dataclass(frozen=True)
-class CoEvolveSettings:
+class CoEvolveConfig:
     """Agent-data co-evolution (``robo_coevolve.coevolve``): with a ``synthesizer``, each node's
     exploration tasks come from its ``TaskPool``, which the synthesizer grows near the weak spots
     and re-weights every iteration after the node's first search; None keeps the node's own
@@ -313,7 +313,7 @@ class CoEvolveSettings:
 
 
 @dataclass(frozen=True)
-class VideoSettings:
+class VideoConfig:
     every: int = 1  # iterations between videos (0: none)
     camera: str = "overview"
     size: tuple[int, int] = (480, 360)
@@ -346,18 +346,18 @@ class EvolutionLoop:
         self,
         tree: SkillTree,
         policy_config: PolicyConfig,
-        train: TrainSettings,
+        train: CloneConfig,
         schedule: ExploreSchedule,
-        search: SearchSettings,
+        search: SearchConfig,
         refiner,
         backend,
         output_dir: str | Path,
         seed: int = 0,
         budget: Budget = Budget(),
         refine_successes: int = 300,
-        video: VideoSettings = VideoSettings(),
+        video: VideoConfig = VideoConfig(),
         config: dict[str, Any] | None = None,
-        coevolve: CoEvolveSettings = CoEvolveSettings(),
+        coevolve: CoEvolveConfig = CoEvolveConfig(),
         distill: DistillSettings | None = None,
     ):
         if budget.until is not None:
@@ -394,15 +394,15 @@ class EvolutionLoop:
             self.iteration(self.state.iteration + 1)
         summary = self.summary(reason)
         if self.distill.enabled and self.policy is not None:
-            summary["distilled"] = self._distil()
+            summary["distilled"] = self._distill()
         (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         self._plots()
         return summary
 
-    def _distil(self) -> dict[str, Any]:
+    def _distill(self) -> dict[str, Any]:
         """The last stage (``evolve.distillation``) on every node the policy was evaluated on."""
         nodes = [n for n in self.tree.nodes if self.tree.latest_success(n.name) is not None]
-        report = distil_run(
+        report = distill_run(
             self.distill,
             self.policy,
             self.state.checkpoint,
@@ -943,8 +943,8 @@ class EvolutionLoop:
             torch.manual_seed(int(rng.integers(2**31)))
             policy = VLAPolicy(self.policy_config) if fresh else copy.deepcopy(self.policy)
             config = replace(
-                self.train.train,
-                steps=self.train.train.steps if new_stage else self.train.finetune_steps,
+                self.train.fit,
+                steps=self.train.fit.steps if new_stage else self.train.finetune_steps,
                 rehearsal_share=share,
                 seed=int(rng.integers(2**31)),
                 progress=False,
@@ -965,7 +965,7 @@ class EvolutionLoop:
         every skill weighs as much as the node's own, or the others are forgotten in turn."""
         if self._consolidating(node) and skills:
             return skills / (skills + 1)
-        return self.train.train.rehearsal_share
+        return self.train.fit.rehearsal_share
 
     def _consolidating(self, node: SkillNode) -> bool:
         """Whether training ``node`` consolidates it: it is mastered, and not trained on past its
@@ -985,7 +985,7 @@ class EvolutionLoop:
     ) -> tuple[dict, dict | None]:
         """Make the best of ``candidates`` (:func:`selection_score`) the policy, unless the current
         one does better closed loop on this iteration's selection tasks
-        (``TrainSettings.select_episodes``; every policy runs the same tasks). While none of them
+        (``CloneConfig.select_episodes``; every policy runs the same tasks). While none of them
         holds every bar there, ``draw`` (:meth:`_cloner`) trains up to ``train.redraws`` more
         rounds, which join ``candidates`` (and their data sets' names ``sets``; both lists grow
         in place). A new stage takes the best candidate whatever it scores. Returns the training

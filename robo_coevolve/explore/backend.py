@@ -23,9 +23,8 @@ from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
-from robo_coevolve.explore.closed_loop import PolicyEpisode, run_policy_episodes
+from robo_coevolve.explore.closed_loop import Policy, PolicyEpisode, run_policy_episodes
 from robo_coevolve.explore.open_loop import OpenLoopSimulator, Trial
-from robo_coevolve.explore.policies import Policy
 from robo_coevolve.scoring import Thresholds
 from robo_coevolve.trajectory import Trajectory
 

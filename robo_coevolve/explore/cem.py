@@ -94,7 +94,7 @@ class MixtureCEM:
     # ------------------------------------------------------------------ ask / tell
     def start_from(self, means: np.ndarray) -> None:
         """Seed the modes at ``means`` (k, dim), each with ``init_std``, instead of sampling the
-        prior first: a search that refines known answers (``explore.search.Polish``)."""
+        prior first: a search that refines known answers (``explore.search.PolishConfig``)."""
         means = np.atleast_2d(np.asarray(means, dtype=np.float64))
         if means.shape[1] != self.dim or not 1 <= len(means) <= self.max_modes:
             raise ValueError(

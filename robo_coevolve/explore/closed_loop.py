@@ -17,18 +17,36 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
+from robo_coevolve.action_space import with_command
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.noise import NoiseSpec
-from robo_coevolve.explore.policies import Policy, with_command
 from robo_coevolve.scoring import Thresholds
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the explorer runs closed loop: a *batch* of observations (a dict of stacked arrays,
+    plus ``instruction``: a list of strings) to a batch of normalised actions ``(B, 5)`` in [-1, 1].
+    Batching is the point: a worker steps many episodes in lockstep and asks the policy once per
+    step for all of them. ``reset(batch)`` starts a new batch of episodes (for policies with
+    memory, e.g. action chunks). ``privileged`` and ``image_size`` tell the explorer which
+    observations to build. A policy may also expose ``holding``, ``(B,)`` bool: the episodes whose
+    motion it considers over (it holds its last command there), run without exploration noise."""
+
+    privileged: bool
+    image_size: int | None
+
+    def reset(self, batch: int) -> None: ...
+
+    def act(self, obs: dict) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, eq=False)

@@ -25,7 +25,7 @@ demonstrations succeed most often wins: eight independent catch searches' answer
 fresh tasks (mean 85%), and the best of three by their demonstrations 89% on average (README,
 "Search again below the bar").
 
-With ``polish`` (``Polish``), the kept answer is then refined by a CEM that scores every candidate
+With ``polish`` (``PolishConfig``), the kept answer is then refined by a CEM that scores every candidate
 on the same batch of fresh tasks, which single-trial scores cannot do once the modes succeed ~90%
 of the time; the polished answer replaces it only if it succeeds more often on fresh tasks
 (README, "Polish the answer").
@@ -89,7 +89,7 @@ class SearchResult:
     demos: list[Trajectory] = field(default_factory=list)  # the answer on fresh tasks, no noise
     demo_bar: float = 0.95  # least demo success for the demos to be the examples
     searches: list[float | None] = field(default_factory=list)  # each search's demo success, in order
-    polish: dict | None = None  # what ``Polish`` did to the answer (None: it did not run)
+    polish: dict | None = None  # what ``PolishConfig`` did to the answer (None: it did not run)
 
     @property
     def success_rate(self) -> float:
@@ -129,7 +129,7 @@ class SearchResult:
 
 
 @dataclass(frozen=True)
-class Polish:
+class PolishConfig:
     """Refine a search's answer where single trials cannot tell candidates apart.
 
     The search scores every proposal on one task, so once its modes succeed about 90% of the time
@@ -175,7 +175,7 @@ class Polish:
 
 
 @dataclass(frozen=True)
-class SearchSettings:
+class SearchConfig:
     """How a skill is searched (``PrimitiveSearch.run``), as the ``explore`` config group sets it
     (the explore job, and the loop in a node's first iteration). The answer then runs without noise
     on ``demos`` fresh tasks; if at least ``demo_bar`` of them succeed, their successes are what is
@@ -191,7 +191,7 @@ class SearchSettings:
     demo_bar: float = 0.95
     restarts: int = 2
     cem: dict | None = None
-    polish: Polish | None = None
+    polish: PolishConfig | None = None
 
     def __post_init__(self) -> None:
         for name in ("budget", "population"):
@@ -269,7 +269,7 @@ class PrimitiveSearch:
         demos: int = 0,
         demo_bar: float = 0.95,
         restarts: int = 0,
-        polish: Polish | None = None,
+        polish: PolishConfig | None = None,
     ) -> SearchResult:
         """Search until ``budget`` trials have run, or until the best mode's success rate has been
         at least ``target`` for ``patience`` generations in a row.
@@ -293,7 +293,7 @@ class PrimitiveSearch:
         whose demonstrations succeeded most often (the first on a tie), with ``trials`` counting
         every search and ``searches`` each one's demonstration success.
 
-        With ``polish``, that result's answer is then refined (``Polish``); if the polished answer
+        With ``polish``, that result's answer is then refined (``PolishConfig``); if the polished answer
         replaces it, it also replaces its mode and runs the demonstrations afresh."""
         if restarts < 0:
             raise ValueError(f"restarts={restarts} must be >= 0")
@@ -318,8 +318,8 @@ class PrimitiveSearch:
             self._polish(result, polish, demos)
         return result
 
-    def _polish(self, result: SearchResult, polish: Polish, demos: int) -> None:
-        """Refine ``result``'s answer in place (see ``Polish``)."""
+    def _polish(self, result: SearchResult, polish: PolishConfig, demos: int) -> None:
+        """Refine ``result``'s answer in place (see ``PolishConfig``)."""
         answer = result.best_params
         k = int(np.argmin([np.abs(m - answer).max() for m in result.modes]))
         known = result.selection[k] if result.selection else (result.demo_success or 0.0)

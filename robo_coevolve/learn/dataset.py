@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robo_coevolve.action_space import command_as_action
 from robo_coevolve.env.rendering import StateRenderer
-from robo_coevolve.explore.policies import command_as_action
 from robo_coevolve.segment import Segment
 
 

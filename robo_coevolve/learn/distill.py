@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from robo_coevolve.action_space import command_as_action
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.backend import RolloutBackend
 from robo_coevolve.explore.closed_loop import PolicyEpisode
-from robo_coevolve.explore.policies import command_as_action
 from robo_coevolve.learn.dataset import ChunkDataset
 from robo_coevolve.learn.evaluator import evaluate_policy
 from robo_coevolve.learn.trainer import BCTrainer, TrainConfig
@@ -249,7 +249,7 @@ class Distiller:
             parts["segment_index"].append(np.full(t, i))
             instructions += [traj.task.instruction] * t
         if not instructions:
-            raise ValueError("no steps to distil: every trajectory is empty")
+            raise ValueError("no steps to distill: every trajectory is empty")
         return self._labelled_rows(parts, instructions)
 
     def from_starts(
@@ -260,7 +260,7 @@ class Distiller:
         exactly as its closed-loop episode would begin, without running the episode."""
         drawn = self._draw(tasks, n, seed)
         if not drawn:
-            raise ValueError("no start states to distil: n is 0")
+            raise ValueError("no start states to distill: n is 0")
         parts = {k: [] for k in ("proprio", "egg", "time", "image", "segment_index")}
         env = EggFlipEnv(task=drawn[0], image_size=self.image_size, privileged=True)
         try:
@@ -377,7 +377,7 @@ class Distiller:
             sources.append(self.from_starts(tasks, c.start_states, c.task_seed + 100))
             report["start_samples"] = len(sources[-1])
         if not sources:
-            raise ValueError("nothing to distil from: no segments, teacher_rollouts=0 and start_states=0")
+            raise ValueError("nothing to distill from: no segments, teacher_rollouts=0 and start_states=0")
         report["label_s"] = time.perf_counter() - start
         student = fit = None
         for round_ in range(c.dagger_rounds + 1):

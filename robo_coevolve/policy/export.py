@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from robo_coevolve.explore.policies import _HIGH, _LOW
+from robo_coevolve.action_space import HIGH, LOW
 from robo_coevolve.policy.vla import VLAPolicy
 
 INSTALL_HINT = "pip install 'robo_coevolve[export]'"
@@ -69,8 +69,8 @@ class ChunkGraph(nn.Module):
         super().__init__()
         self.policy = policy.eval()
         self.names = input_names(policy)
-        self.register_buffer("low", torch.as_tensor(_LOW, dtype=torch.float32))
-        self.register_buffer("high", torch.as_tensor(_HIGH, dtype=torch.float32))
+        self.register_buffer("low", torch.as_tensor(LOW, dtype=torch.float32))
+        self.register_buffer("high", torch.as_tensor(HIGH, dtype=torch.float32))
 
     def forward(self, *inputs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         p = self.policy
@@ -108,7 +108,7 @@ def example_observation(policy: VLAPolicy, batch: int, rng: np.random.Generator)
     """A synthetic observation batch of the right shapes and plausible ranges (for export and timing)."""
     c = policy.config
     proprio = rng.normal(0.0, 0.1, (batch, c.proprio_dim)).astype(np.float32)
-    proprio[:, 10:15] = rng.uniform(_LOW, _HIGH, (batch, 5))  # the previous command, in range
+    proprio[:, 10:15] = rng.uniform(LOW, HIGH, (batch, 5))  # the previous command, in range
     obs = {"proprio": proprio, "instruction": ["scoop up the egg"] * batch}
     obs["egg"] = rng.normal(0.0, 0.1, (batch, c.egg_dim)).astype(np.float32)
     obs["time"] = rng.uniform(0.0, 3.0, batch).astype(np.float32)

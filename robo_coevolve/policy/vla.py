@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from robo_coevolve.explore.policies import command_as_action
+from robo_coevolve.action_space import command_as_action
 from robo_coevolve.policy.config import PolicyConfig, PolicyConfigError
 from robo_coevolve.policy.encoders import (
     HFVisionEncoder,

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
+from robo_coevolve.refine.core_window import core_window, simulate_window, states_along, success_onset
 from robo_coevolve.refine.novelty import NoveltyGate
-from robo_coevolve.refine.segments import core_window, simulate_window, states_along, success_onset
 from robo_coevolve.refine.smoothing import mean_squared_jerk, smooth_actions
 from robo_coevolve.scoring import Scorer, Thresholds
 from robo_coevolve.segment import Segment

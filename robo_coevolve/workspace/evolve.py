@@ -22,10 +22,10 @@ from omegaconf import DictConfig, OmegaConf
 from robo_coevolve.evolve.distillation import DistillSettings
 from robo_coevolve.evolve.loop import (
     Budget,
-    CoEvolveSettings,
+    CloneConfig,
+    CoEvolveConfig,
     EvolutionLoop,
-    TrainSettings,
-    VideoSettings,
+    VideoConfig,
 )
 from robo_coevolve.learn.distill import image_size
 from robo_coevolve.workspace.explore import backend_config, search_settings
@@ -68,10 +68,10 @@ class EvolveWorkspace:
         self.train = build(cfg.train, "train")
         self.schedule = build(e.schedule, "explore.schedule")
         self.budget = build(cfg.budget, "budget")
-        self.coevolve = build(cfg.coevolve, "coevolve") if "coevolve" in cfg else CoEvolveSettings()
-        if not isinstance(self.coevolve, CoEvolveSettings):
+        self.coevolve = build(cfg.coevolve, "coevolve") if "coevolve" in cfg else CoEvolveConfig()
+        if not isinstance(self.coevolve, CoEvolveConfig):
             raise ConfigError(
-                "coevolve must build CoEvolveSettings (check its _target_): use coevolve=default or off"
+                "coevolve must build CoEvolveConfig (check its _target_): use coevolve=default or off"
             )
         self.distill = build(cfg.distill, "distill") if "distill" in cfg else DistillSettings()
         if not isinstance(self.distill, DistillSettings):
@@ -89,7 +89,7 @@ class EvolveWorkspace:
             self.search = search_settings(e)
             if isinstance(video, DictConfig):
                 video = OmegaConf.to_container(video, resolve=True)
-            self.video = VideoSettings(**video) if video else VideoSettings()
+            self.video = VideoConfig(**video) if video else VideoConfig()
         except (ValueError, TypeError) as err:
             raise ConfigError(f"config group 'explore' or 'workspace.video': {err}") from None
         if self.search.budget <= self.search.select_trials * int(e.cem.max_modes):
@@ -100,8 +100,8 @@ class EvolveWorkspace:
         for name in self.budget.until or ():
             if name not in names:
                 raise ConfigError(f"budget.until names {name!r}: the skill tree's nodes are {names}")
-        if not isinstance(self.train, TrainSettings) or not isinstance(self.budget, Budget):
-            raise ConfigError("train and budget must build TrainSettings and Budget (check their _target_)")
+        if not isinstance(self.train, CloneConfig) or not isinstance(self.budget, Budget):
+            raise ConfigError("train and budget must build CloneConfig and Budget (check their _target_)")
         try:
             self.backend_config = backend_config(e.backend)
         except ValueError as err:

@@ -27,11 +27,11 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from robo_coevolve.evolve.loop import SearchSettings
+from robo_coevolve.evolve.loop import SearchConfig
 from robo_coevolve.explore import primitives
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.open_loop import noise_trials
-from robo_coevolve.explore.search import Polish, PrimitiveSearch, evaluate_params
+from robo_coevolve.explore.search import PolishConfig, PrimitiveSearch, evaluate_params
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.resources import conf_dir
 from robo_coevolve.task_distribution import TaskDistribution
@@ -54,10 +54,10 @@ def backend_config(choice) -> DictConfig:
     return OmegaConf.load(path)
 
 
-def search_settings(explore: DictConfig) -> SearchSettings:
+def search_settings(explore: DictConfig) -> SearchConfig:
     """The primitive search's settings from the ``explore`` config group (validated)."""
     e = explore
-    return SearchSettings(
+    return SearchConfig(
         budget=int(e.budget),
         population=int(e.population),
         target=None if e.target is None else float(e.target),
@@ -71,18 +71,18 @@ def search_settings(explore: DictConfig) -> SearchSettings:
     )
 
 
-def polish_settings(cfg: DictConfig | None) -> Polish | None:
-    """``explore.polish`` as ``Polish`` (None: off), its keys checked."""
+def polish_settings(cfg: DictConfig | None) -> PolishConfig | None:
+    """``explore.polish`` as ``PolishConfig`` (None: off), its keys checked."""
     if cfg is None:
         return None
     fields = OmegaConf.to_container(cfg, resolve=True)
-    known = {f.name for f in dataclasses.fields(Polish)}
+    known = {f.name for f in dataclasses.fields(PolishConfig)}
     unknown = sorted(set(fields) - known)
     if unknown:
         raise ValueError(
             f"explore.polish has no setting {unknown}: known are {sorted(known)} (or explore.polish=null)"
         )
-    return Polish(**fields)
+    return PolishConfig(**fields)
 
 
 def _rate(trajs) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from robo_coevolve.action_space import command_as_action
 from robo_coevolve.coevolve import TaskAdversary, TaskPool, TaskSpace, TaskSynthesizer
-from robo_coevolve.explore.policies import command_as_action
 from robo_coevolve.task_distribution import TaskDistribution
 
 

@@ -28,8 +28,8 @@ TINY = [
     "explore.polish=null",  # (polish: tests/explore/test_search.py)
     "explore.schedule.trials=40",
     "explore.backend.workers=2",
-    "train.train.steps=600",
-    "train.train.eval_every=100",
+    "train.fit.steps=600",
+    "train.fit.eval_every=100",
     "train.finetune_steps=100",
     "train.select_episodes=4",
     "skill_tree.nodes.scoop.eval_tasks=16",
@@ -227,7 +227,7 @@ def test_the_last_stage_distils_the_runs_policy_into_the_image_policy(uninterrup
     assert redone["settings"] == {**report["settings"], "start_states": 3}
 
 
-def test_the_distil_script_reads_a_run(uninterrupted, tmp_path):
+def test_the_distill_script_reads_a_run(uninterrupted, tmp_path):
     """scripts/distill_policy.py on a run directory: its latest checkpoint, library and nodes (the
     default student: small and state-only)."""
     out = tmp_path / "student"
@@ -256,9 +256,9 @@ def test_the_distil_script_reads_a_run(uninterrupted, tmp_path):
 
 
 def test_resuming_with_another_config_is_refused(uninterrupted, tmp_path):
-    proc = run(uninterrupted, "train.train.lr=0.01")
+    proc = run(uninterrupted, "train.fit.lr=0.01")
     assert proc.returncode != 0
-    assert "another config" in proc.stderr and "train.train.lr" in proc.stderr
+    assert "another config" in proc.stderr and "train.fit.lr" in proc.stderr
 
 
 def compose(*overrides: str):
@@ -276,7 +276,7 @@ def compose(*overrides: str):
     [
         ("skill_tree.nodes.flip.requires=[flop]", ["skill_tree", "unknown node", "flop"]),
         ("policy.chunk=0", ["policy", "chunk"]),
-        ("train.train.lr=-1", ["train", "lr"]),
+        ("train.fit.lr=-1", ["train", "lr"]),
         ("explore.schedule.grip=2", ["explore.schedule", "grip"]),
         ("explore.demos=-1", ["explore", "demos=-1 must be >= 0"]),
         ("budget.until=[juggle]", ["budget.until", "juggle"]),

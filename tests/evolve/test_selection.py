@@ -7,7 +7,7 @@ import torch
 from scripted_segments import scripted_segments
 
 from robo_coevolve.evolve import ExploreSchedule
-from robo_coevolve.evolve.loop import Budget, EvolutionLoop, SearchSettings, TrainSettings, selection_score
+from robo_coevolve.evolve.loop import Budget, CloneConfig, EvolutionLoop, SearchConfig, selection_score
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
@@ -34,9 +34,9 @@ def loop(tmp_path):
         yield EvolutionLoop(
             tree,
             CONFIG,
-            TrainSettings(select_episodes=10),
+            CloneConfig(select_episodes=10),
             ExploreSchedule(),
-            SearchSettings(),
+            SearchConfig(),
             refiner=None,
             backend=backend,
             output_dir=tmp_path,
@@ -108,7 +108,7 @@ def test_example_sets_are_chosen_on_the_node_and_the_policy_on_every_bar(tmp_pat
     )
     tree.record("scoop", 1, 1.0)
     tree.record("flip", 2, 0.95)
-    loop = bare_loop(tree, tmp_path, Budget(), TrainSettings(select_episodes=5))
+    loop = bare_loop(tree, tmp_path, Budget(), CloneConfig(select_episodes=5))
     search, demos = object(), object()
     rates = {
         id(search): {"catch": 0.60, "scoop": 1.0, "flip": 0.98},
@@ -133,7 +133,7 @@ def test_clones_are_redrawn_while_none_holds_every_bar(tmp_path, monkeypatch):
     tree = SkillTree.from_config({**nodes, "catch": {"requires": ["flip"]}})
     tree.record("scoop", 1, 1.0)
     tree.record("flip", 2, 0.95)
-    loop = bare_loop(tree, tmp_path, Budget(), TrainSettings(select_episodes=5, redraws=3))
+    loop = bare_loop(tree, tmp_path, Budget(), CloneConfig(select_episodes=5, redraws=3))
     forgets, partly, holds, late = object(), object(), object(), object()
     rates = {
         id(forgets): {"catch": 0.9, "scoop": 1.0, "flip": 0.0},
@@ -155,7 +155,7 @@ def test_clones_are_redrawn_while_none_holds_every_bar(tmp_path, monkeypatch):
     assert len(result["candidates"]) == len(candidates) == len(sets) == 3
     assert result["taken"] == 2 and loop.policy is holds and fit == {"round": 2}
     # without redraws (the default), the first round is all there is
-    loop = bare_loop(tree, tmp_path, Budget(), TrainSettings(select_episodes=5))
+    loop = bare_loop(tree, tmp_path, Budget(), CloneConfig(select_episodes=5))
     drawn.clear()
     _, result = loop._select(tree.node("catch"), 3, [(forgets, FIT)], True, draw=draw, sets=["search"])
     assert drawn == [] and "redraws" not in result and loop.policy is forgets
@@ -176,28 +176,26 @@ def test_the_selection_score_puts_holding_every_bar_before_the_mean():
 
 def test_selection_settings_are_checked():
     with pytest.raises(ValueError, match="select_episodes"):
-        TrainSettings(select_episodes=-1)
+        CloneConfig(select_episodes=-1)
     with pytest.raises(ValueError, match="needs train.select_episodes"):
-        TrainSettings(candidates=2)
+        CloneConfig(candidates=2)
     with pytest.raises(ValueError, match="candidates"):
-        TrainSettings(candidates=0, select_episodes=5)
+        CloneConfig(candidates=0, select_episodes=5)
     with pytest.raises(ValueError, match="compare_examples=true needs train.select_episodes"):
-        TrainSettings(compare_examples=True)
+        CloneConfig(compare_examples=True)
     with pytest.raises(ValueError, match="split_sources=true needs train.select_episodes"):
-        TrainSettings(split_sources=True)
+        CloneConfig(split_sources=True)
     with pytest.raises(ValueError, match="redraws=2 needs train.select_episodes"):
-        TrainSettings(redraws=2)
+        CloneConfig(redraws=2)
     with pytest.raises(ValueError, match="redraws=-1 must be >= 0"):
-        TrainSettings(redraws=-1, select_episodes=5)
+        CloneConfig(redraws=-1, select_episodes=5)
 
 
-def bare_loop(
-    tree: SkillTree, output_dir, budget: Budget, train: TrainSettings | None = None
-) -> EvolutionLoop:
+def bare_loop(tree: SkillTree, output_dir, budget: Budget, train: CloneConfig | None = None) -> EvolutionLoop:
     """A loop that is only asked what to do next or to train (no backend, nothing run)."""
     settings = dict(refiner=None, backend=None, output_dir=output_dir, budget=budget)
-    train = train or TrainSettings()
-    return EvolutionLoop(tree, CONFIG, train, ExploreSchedule(), SearchSettings(), **settings)
+    train = train or CloneConfig()
+    return EvolutionLoop(tree, CONFIG, train, ExploreSchedule(), SearchConfig(), **settings)
 
 
 @pytest.mark.parametrize("consolidate", [False, True])
@@ -211,7 +209,7 @@ def test_consolidation_retrains_a_forgotten_skill_once_the_tree_is_mastered(tmp_
     loop = bare_loop(tree, tmp_path, Budget(consolidate=consolidate))
     tree.record("scoop", 1, 0.95)
     assert loop._focus().name == "flip" and [n.name for n in loop._kept(tree.node("flip"))] == ["scoop"]
-    assert loop._rehearsal_share(tree.node("flip"), 1) == TrainSettings().train.rehearsal_share
+    assert loop._rehearsal_share(tree.node("flip"), 1) == CloneConfig().fit.rehearsal_share
     tree.record("scoop", 2, 0.5)  # forgotten while flip is still active: flip first anyway
     assert loop._focus().name == "flip"
     tree.record("flip", 2, 0.95)
@@ -236,7 +234,7 @@ def test_past_mastery_keeps_training_the_until_node_as_an_active_one(tmp_path):
     tree.record("scoop", 1, 1.0)
     assert tree.status["scoop"] == "mastered" and tree.status["flip"] == "active"
     assert loop._focus().name == "scoop" and not loop._consolidating(tree.node("scoop"))
-    assert loop._rehearsal_share(tree.node("scoop"), 1) == TrainSettings().train.rehearsal_share
+    assert loop._rehearsal_share(tree.node("scoop"), 1) == CloneConfig().fit.rehearsal_share
     loop.state.iteration = 3
     assert loop._stop_reason() == "iterations"
     # without it, the mastered scoop ends the run
@@ -284,8 +282,8 @@ def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scoo
     from robo_coevolve.library import SkillLibrary
 
     tree = SkillTree.from_config({"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}})
-    settings = TrainSettings(
-        refit=True, finetune_steps=3, train=TrainConfig(steps=5, batch_size=16, eval_every=5, progress=False)
+    settings = CloneConfig(
+        refit=True, finetune_steps=3, fit=TrainConfig(steps=5, batch_size=16, eval_every=5, progress=False)
     )
     loop = bare_loop(tree, tmp_path, Budget(consolidate=True), settings)
     loop.library = SkillLibrary(tmp_path / "library")
@@ -343,7 +341,7 @@ def test_split_sources_clones_each_teacher_apart_and_rehearses_a_kept_node_from_
 
     tree = SkillTree.from_config({"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}})
     loop = bare_loop(
-        tree, tmp_path, Budget(), TrainSettings(select_episodes=5, split_sources=True, max_segments=2)
+        tree, tmp_path, Budget(), CloneConfig(select_episodes=5, split_sources=True, max_segments=2)
     )
     loop.library = SkillLibrary(tmp_path / "library")
     loop.library.add(stored)
@@ -356,22 +354,22 @@ def test_split_sources_clones_each_teacher_apart_and_rehearses_a_kept_node_from_
     assert seeds(loop._data(scoop)) == seeds(stored[3:])  # no source recorded yet: the latest
     loop.state.nodes["scoop"]["source"] = "policy"
     assert seeds(loop._data(scoop)) == seeds(sets["policy"])  # what flip's training rehearses
-    loop.train = TrainSettings(select_episodes=5, max_segments=2)
+    loop.train = CloneConfig(select_episodes=5, max_segments=2)
     assert seeds(loop._data_sets(scoop)["latest"]) == seeds(stored[3:])
     # min_source_segments: the policy's 2 are too few beside the primitives' 3, all 5 are not
     loop.library.add([made_by(s, "primitive") for s in scripted_segments("scoop", 1, seed=7)])
-    loop.train = TrainSettings(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=3)
+    loop.train = CloneConfig(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=3)
     assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4}
-    loop.train = TrainSettings(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=5)
+    loop.train = CloneConfig(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=5)
     assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4, "policy": 2}
-    loop.train = TrainSettings(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=3)
+    loop.train = CloneConfig(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=3)
     tree.record("scoop", 1, 0.95)  # mastered: training it now consolidates (a fine-tune), exempt
     assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4, "policy": 2}
     with pytest.raises(ValueError, match="min_source_segments=-1"):
-        TrainSettings(min_source_segments=-1)
+        CloneConfig(min_source_segments=-1)
     with pytest.raises(ValueError, match=r"train.workers=0 must be >= 1, or null for one per core"):
-        TrainSettings(workers=0)
-    assert TrainSettings(workers=None).workers >= 1  # null: one per core
+        CloneConfig(workers=0)
+    assert CloneConfig(workers=None).workers >= 1  # null: one per core
 
 
 def test_pool_tasks_break_a_tie_on_the_node_own_tasks(tmp_path, monkeypatch):
@@ -384,7 +382,7 @@ def test_pool_tasks_break_a_tie_on_the_node_own_tasks(tmp_path, monkeypatch):
 
     import robo_coevolve.evolve.loop as loop_module
     from robo_coevolve.coevolve import PoolEntry, TaskPool, TaskSynthesizer
-    from robo_coevolve.evolve.loop import CoEvolveSettings, pool_key
+    from robo_coevolve.evolve.loop import CoEvolveConfig, pool_key
     from robo_coevolve.task_distribution import TaskDistribution
 
     tree = SkillTree.from_config({"scoop": {"mastery": 0.9}})
@@ -402,8 +400,8 @@ def test_pool_tasks_break_a_tie_on_the_node_own_tasks(tmp_path, monkeypatch):
     monkeypatch.setattr(loop_module, "evaluate_tasks", run_tasks)
 
     def selected(select_episodes: int, variants: bool) -> dict:
-        coevolve = CoEvolveSettings(synthesizer=TaskSynthesizer(), select_episodes=select_episodes)
-        loop = bare_loop(tree, tmp_path, Budget(), TrainSettings(select_episodes=5))
+        coevolve = CoEvolveConfig(synthesizer=TaskSynthesizer(), select_episodes=select_episodes)
+        loop = bare_loop(tree, tmp_path, Budget(), CloneConfig(select_episodes=5))
         loop.coevolve = coevolve
         pool = TaskPool.seeded(scoop.distribution())
         if variants:
@@ -425,6 +423,6 @@ def test_pool_tasks_break_a_tie_on_the_node_own_tasks(tmp_path, monkeypatch):
         result = selected(select_episodes=episodes, variants=variants)
         assert result["taken"] == 0 and result["current"] == {"scoop": 1.0} and not drawn
     with pytest.raises(ValueError, match="select_episodes needs coevolve.synthesizer"):
-        CoEvolveSettings(select_episodes=5)
+        CoEvolveConfig(select_episodes=5)
     with pytest.raises(ValueError, match="select_episodes must be >= 0"):
-        CoEvolveSettings(synthesizer=TaskSynthesizer(), select_episodes=-1)
+        CoEvolveConfig(synthesizer=TaskSynthesizer(), select_episodes=-1)

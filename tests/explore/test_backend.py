@@ -9,7 +9,7 @@ from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.open_loop import Trial
 from robo_coevolve.explore.plans import PrimitivePlan
-from robo_coevolve.explore.policies import RandomMLPPolicy
+from robo_coevolve.explore.random_policy import RandomMLPPolicy
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.trajectory import replay
 

@@ -2,10 +2,10 @@
 
 import numpy as np
 
+from robo_coevolve.action_space import command_as_action, with_command
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.closed_loop import PolicyEpisode, run_policy_episodes
 from robo_coevolve.explore.noise import NoiseSpec
-from robo_coevolve.explore.policies import command_as_action, with_command
 from robo_coevolve.task_distribution import TaskDistribution
 
 

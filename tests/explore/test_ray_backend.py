@@ -14,7 +14,7 @@ from test_backend import same, trials  # tests/explore is on sys.path (rootdir-l
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.explore.noise import NoiseSpec
-from robo_coevolve.explore.policies import RandomMLPPolicy
+from robo_coevolve.explore.random_policy import RandomMLPPolicy
 from robo_coevolve.task_distribution import TaskDistribution
 
 ray = pytest.importorskip("ray")  # a guard only: the test install (make test) includes the extra

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from robo_coevolve.explore.backend import LocalBackend
-from robo_coevolve.explore.search import Polish, PrimitiveSearch, evaluate_params, trial_score
+from robo_coevolve.explore.search import PolishConfig, PrimitiveSearch, evaluate_params, trial_score
 from robo_coevolve.task_distribution import TaskDistribution
 
 
@@ -155,7 +155,7 @@ def test_below_the_demo_bar_the_search_restarts_and_keeps_the_best_demonstrated_
 def test_polish_turns_an_answer_that_never_scoops_into_one_that_does_and_it_demonstrates():
     with LocalBackend(workers=2) as backend:
         search = PrimitiveSearch(TaskDistribution.for_skill("scoop"), backend, seed=0, population=40)
-        polish = Polish(trials=480, population=20, tasks=8, check=40, below=1.0)
+        polish = PolishConfig(trials=480, population=20, tasks=8, check=40, below=1.0)
         result = search.run(120, select_trials=10, demos=12, demo_bar=0.0, polish=polish)
         unpolished = evaluate_params(
             np.asarray(result.polish["answer"]), search.tasks, backend, n=30, seed=99
@@ -179,8 +179,8 @@ def test_polish_turns_an_answer_that_never_scoops_into_one_that_does_and_it_demo
 
 def test_polish_settings_are_checked():
     with pytest.raises(ValueError, match="cover one generation"):
-        Polish(trials=100, population=20, tasks=8)
+        PolishConfig(trials=100, population=20, tasks=8)
     with pytest.raises(ValueError, match="min_std"):
-        Polish(std=0.01, min_std=0.02)
+        PolishConfig(std=0.01, min_std=0.02)
     with pytest.raises(ValueError, match="below"):
-        Polish(below=0.0)
+        PolishConfig(below=0.0)

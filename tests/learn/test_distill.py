@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from robo_coevolve.action_space import command_as_action
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.backend import LocalBackend
-from robo_coevolve.explore.policies import command_as_action
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig
 from robo_coevolve.learn.distill import DistillConfig, Distiller, student_config
 from robo_coevolve.motion import scripted

@@ -9,8 +9,8 @@ import pytest
 import torch
 from scripted_segments import scripted_segments
 
+from robo_coevolve.action_space import command_as_action
 from robo_coevolve.explore.backend import LocalBackend
-from robo_coevolve.explore.policies import command_as_action
 from robo_coevolve.learn import BCTrainer, ChunkDataset, CloneJob, TrainConfig, evaluate_policy, fit_clones
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
 from robo_coevolve.task_distribution import TaskDistribution

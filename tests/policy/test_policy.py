@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from robo_coevolve.explore.policies import Policy, command_as_action
+from robo_coevolve.action_space import command_as_action
+from robo_coevolve.explore.closed_loop import Policy
 from robo_coevolve.policy import PolicyConfig, PolicyConfigError, VLAPolicy, normalization_stats
 from robo_coevolve.policy.encoders import LanguageEncoder, default_language_model, random_shift
 from robo_coevolve.policy.heads import GaussianMixture

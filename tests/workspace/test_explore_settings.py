@@ -3,7 +3,7 @@
 import pytest
 from hydra import compose, initialize_config_dir
 
-from robo_coevolve.explore.search import Polish
+from robo_coevolve.explore.search import PolishConfig
 from robo_coevolve.resources import conf_dir
 from robo_coevolve.workspace.explore import search_settings
 
@@ -14,7 +14,7 @@ def explore(*overrides):
 
 
 def test_polish_comes_from_the_config_and_null_turns_it_off():
-    assert search_settings(explore()).polish == Polish(**explore().polish)
+    assert search_settings(explore()).polish == PolishConfig(**explore().polish)
     assert search_settings(explore("explore.polish.trials=3840")).polish.generations == 2
     assert search_settings(explore("explore.polish=null")).polish is None
 

@@ -6,7 +6,7 @@ from conftest import scripted_trial
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.motion import scripted
 from robo_coevolve.refine import Refiner, core_window
-from robo_coevolve.refine.segments import states_along
+from robo_coevolve.refine.core_window import states_along
 from robo_coevolve.scoring import Scorer
 
 
