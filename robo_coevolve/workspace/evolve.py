@@ -19,14 +19,9 @@ import hydra
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
+from robo_coevolve.evolve.config import Budget, CloneConfig, CoEvolveConfig, VideoConfig
 from robo_coevolve.evolve.distillation import DistillSettings
-from robo_coevolve.evolve.loop import (
-    Budget,
-    CloneConfig,
-    CoEvolveConfig,
-    EvolutionLoop,
-    VideoConfig,
-)
+from robo_coevolve.evolve.loop import EvolutionLoop
 from robo_coevolve.learn.distill import image_size
 from robo_coevolve.workspace.explore import backend_config, search_settings
 

@@ -7,7 +7,8 @@ import torch
 from scripted_segments import scripted_segments
 
 from robo_coevolve.evolve import ExploreSchedule
-from robo_coevolve.evolve.loop import Budget, CloneConfig, EvolutionLoop, SearchConfig, selection_score
+from robo_coevolve.evolve.config import Budget, CloneConfig
+from robo_coevolve.evolve.loop import EvolutionLoop, SearchConfig, selection_score
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
@@ -382,7 +383,8 @@ def test_pool_tasks_break_a_tie_on_the_node_own_tasks(tmp_path, monkeypatch):
 
     import robo_coevolve.evolve.loop as loop_module
     from robo_coevolve.coevolve import PoolEntry, TaskPool, TaskSynthesizer
-    from robo_coevolve.evolve.loop import CoEvolveConfig, pool_key
+    from robo_coevolve.evolve.config import CoEvolveConfig
+    from robo_coevolve.evolve.loop import pool_key
     from robo_coevolve.task_distribution import TaskDistribution
 
     tree = SkillTree.from_config({"scoop": {"mastery": 0.9}})
