@@ -9,8 +9,9 @@ built as the convex hull of a few analytic rings and corners; the pan rim is a v
 (one mesh renders far faster than the ring of collision boxes it stands for). Everything is built
 from analytic points, so the output is reproducible byte for byte.
 
-Dimensions follow the feasibility study in DESIGN.md: an egg white with a thin, bevelled rim (a
-sharp-edged disc cannot be scooped, the blade only pushes it) and a wedge-tipped blade.
+Dimensions follow the feasibility study in docs/design.md ("Measured facts"): an egg white with a
+thin, bevelled rim (a sharp-edged disc cannot be scooped, the blade only pushes it) and a
+wedge-tipped blade.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ import numpy as np
 from robo_coevolve.task_spec import TaskSpec, TaskSpecError
 
 # name -> (low, high, unit). Each range lies inside TaskSpec's validated one; the defaults cover
-# what is physically plausible for a fried egg in this scene (DESIGN.md: egg-pan friction <= 0.6
-# pushes the egg along, egg-blade <= 0.2 lets it slide off, so those are kept in reach but rare).
+# what is physically plausible for a fried egg in this scene (docs/design.md, "Measured facts":
+# egg-pan friction <= 0.6 pushes the egg along, egg-blade <= 0.2 lets it slide off, so those are
+# kept in reach but rare).
 DEFAULT_BOUNDS: dict[str, tuple[float, float, str]] = {
     "egg_x": (-0.05, 0.05, "m"),
     "egg_y": (-0.05, 0.05, "m"),
