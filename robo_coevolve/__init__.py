@@ -13,7 +13,7 @@ import mujoco  # noqa: E402
 
 from robo_coevolve.task_spec import SKILLS, TaskSpec, TaskSpecError  # noqa: E402
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 ENV_ID = "robo_coevolve/EggFlip-v0"
 
 
