@@ -2,12 +2,10 @@
 adopted by the node when it solves that variant without losing the node's own tasks.
 
 A variant's own search (``PoolEntry.own_mode``) refines the node's motions a few trials at a
-time, so a motion far from all of them stays out of its reach. The answer of a 1,500-trial
-search on 80 g eggs lies 0.25-0.34 RMS (unit cube, per parameter) from a run's modes, and it
-scoops 96.7% of the benchmark's hard set where the standard egg's answer scoops 75.8%. Which
-motion demonstrates is what the policy learns: a clone of the 80 g answer's demonstrations on
-standard tasks scooped 93.8% of the hard set, a clone of the standard answer's 77.5% (README,
-"Co-evolving the tasks").
+time, so a motion far from all of them stays out of its reach: the answer of a search on the
+heaviest eggs lies far from every mode of a run, and solves the lighter variants too. Which
+motion demonstrates is what the policy learns, so a clone of that answer's demonstrations does
+the hard variants where a clone of the standard answer's does not.
 
 One round (``AnswerSearch.run``), at most ``max_searches`` per pool and once per variant:
 

@@ -14,8 +14,8 @@ oldest first) and of points in a ``TaskSpace``'s unit cube. Each returns a score
 - ``deficit``: how far a variant's recent success rate falls below a reference, the rate of all
   the pool's trials over the same iterations (the same exploration noise, so the noise cancels).
   Boundary alone cannot see a variant the agent mostly fails: exploration noise puts every
-  variant's rate near 50%, where boundary is flat, and a variant at 5% scores lower than one at
-  50% (a 30 g egg in the CoEvolve benchmark: 1 success in 16-22 trials, boundary 0.15-0.19).
+  variant's rate near 50%, where boundary is flat, and a variant the agent almost always fails
+  scores lower than one it wavers on.
 """
 
 from __future__ import annotations

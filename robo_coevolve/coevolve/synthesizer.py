@@ -235,9 +235,9 @@ class TaskSynthesizer:
         that solved their variant at ``promote_rate`` or more over ``iteration``'s primitive
         trials (at least 4), ``promote_margin`` above the best node mode there, at least
         ``mode_distance`` from every mode and from each other, up to ``max_modes`` in all. Once
-        a mode of the node, a motion is tried on every variant (``PoolEntry.choose_modes``): the
-        answer of a search on 80 g eggs scoops every lighter egg and every other hard variant,
-        where the standard egg's drops every 80 g egg (README, CoEvolve)."""
+        a mode of the node, a motion is tried on every variant (``PoolEntry.choose_modes``): a
+        motion found on the heaviest eggs also scoops the lighter ones, where the standard egg's
+        motions drop the heaviest."""
         kept = [np.asarray(m, np.float64) for m in modes]
         out: list[list[float]] = []
         for e in pool.entries:

@@ -88,9 +88,8 @@ class PoolEntry:
         """(n,) indices of the node's search modes, or ``OWN`` for the variant's own search once
         it has one (``own_mode``), for ``n`` primitive trials on this variant, by Thompson
         sampling: each trial takes the arm with the highest draw from Beta(1 + wins, 1 + losses)
-        of that arm's trials here. A mode that solves the standard egg may not solve a 30 g one
-        (one run's modes: 13%, 17% and 77% of 30 g eggs), and one can be dead everywhere;
-        untried arms keep being tried."""
+        of that arm's trials here. A mode that solves the standard egg may not solve a light one,
+        and one can be dead everywhere; untried arms keep being tried."""
         arms = n_modes + self.has_own_search
         wins, losses = np.zeros(arms), np.zeros(arms)
         for _, m, s in self.mode_outcomes:

@@ -13,22 +13,18 @@ included); ``evaluate_params`` measures a parameter vector on fresh tasks, witho
 With ``demos``, the answer then *demonstrates* the skill: it runs without noise on that many fresh
 tasks, and if it succeeds on at least ``demo_bar`` of them, its successes
 (``SearchResult.examples``) are what a library should learn from. The search's own successes are
-samples of every mode, many of them lucky draws at the edge of what works: state policies cloned
-from one search's successes flipped 71% of held-out tasks (mean of five training seeds), cloned
-from its answer's demonstrations (99% success) 93%. But a clone inherits its teacher's
-weaknesses without the samples' variety: the demonstrations of answers that succeeded 92% and 87%
-of the time cloned to 59% and 8%, where those searches' own successes gave 71% (README, "the
-learner"). Below the bar, the search's successes stay the examples.
+samples of every mode, many of them lucky draws at the edge of what works, and policies cloned
+from a good answer's demonstrations do far better than clones of them. But a clone inherits its
+teacher's weaknesses without the samples' variety, so a weaker answer's demonstrations clone
+worse than the search's own successes: below the bar, those stay the examples.
 
 Below the bar, ``restarts`` first searches again from fresh seeds, and the answer whose
-demonstrations succeed most often wins: eight independent catch searches' answers held 76-91% of
-fresh tasks (mean 85%), and the best of three by their demonstrations 89% on average (README,
-"Search again below the bar").
+demonstrations succeed most often wins: one search's answer is a draw, and its demonstrations
+are a fair judge of it.
 
-With ``polish`` (``PolishConfig``), the kept answer is then refined by a CEM that scores every candidate
-on the same batch of fresh tasks, which single-trial scores cannot do once the modes succeed ~90%
-of the time; the polished answer replaces it only if it succeeds more often on fresh tasks
-(README, "Polish the answer").
+With ``polish`` (``PolishConfig``), the kept answer is then refined by a CEM that scores every
+candidate on the same batch of fresh tasks, which single-trial scores cannot do once the modes
+mostly succeed; the polished answer replaces it only if it succeeds more often on fresh tasks.
 """
 
 from __future__ import annotations
@@ -120,7 +116,7 @@ class SearchResult:
         """The example sets a learner may choose between, by name: the answer's successful
         demonstrations alone when they met ``demo_bar``; below it, the search's own successes and
         the demonstrations' successes, for a closed-loop comparison to decide (the evolution loop
-        clones each: below the bar neither is reliably better, README "Which examples"); the
+        clones each: below the bar neither is reliably better); the
         search's successes alone when no demonstration ran or succeeded."""
         shown = [t for t in self.demos if t.success]
         if self.demos_meet_bar:
@@ -132,10 +128,9 @@ class SearchResult:
 class PolishConfig:
     """Refine a search's answer where single trials cannot tell candidates apart.
 
-    The search scores every proposal on one task, so once its modes succeed about 90% of the time
-    a lucky draw and a better motion look alike, and its answers stall there: catch searches of
-    3,000 and 12,000 trials both held 83-90% of held-out tasks, failing on the lightest and heaviest
-    eggs (README, "Polish the answer"). Polish is a CEM that starts at the answer (one Gaussian of
+    The search scores every proposal on one task, so once its modes mostly succeed a lucky draw
+    and a better motion look alike, and its answers stall there, however long the search runs.
+    Polish is a CEM that starts at the answer (one Gaussian of
     spread ``std``, no prior samples) and scores each of ``population`` candidates by its success
     rate on the same ``tasks`` fresh tasks (common random numbers), for ``trials`` trials in all.
     The polished mean then runs beside the answer on ``check`` fresh tasks, the same for both, and
@@ -278,8 +273,8 @@ class PrimitiveSearch:
         kept back to pick the answer: each mode's mean runs without noise on that many fresh
         tasks, every mode within ``SELECT_MARGIN`` of the best then runs on as many more (beyond
         the budget), and the one that succeeds most often over all its selection tasks wins (a
-        validation step, counted in ``trials``). One round of 50 tasks misjudged catch's modes,
-        87%, 75% and 83% on 400 tasks, as 90%, 94% and 84% (README). Without it, the answer is
+        validation step, counted in ``trials``): one round of a few dozen tasks cannot rank modes a
+        few points apart. Without it, the answer is
         the mode with the best recent success rate during the search, which its exploration
         noise blurs.
 

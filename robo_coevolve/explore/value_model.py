@@ -10,15 +10,14 @@ below that checkpoint's threshold. Each checkpoint's predictor is a cross-fitted
 trials are split into folds (each with its share of the successes), one model is fitted without
 each fold, and the threshold is the ``cut_rate`` quantile of every past success's out-of-fold
 prediction, so that at most ``cut_rate`` of them would have been cut over all checkpoints. New
-trials are judged by the mean of the fold models. (A single held-back calibration share, the
-earlier scheme, leaves few successes to set the quantile by and cut 15-17% of the true successes
-where 3% was asked: README, "Measured: early stopping".)
+trials are judged by the mean of the fold models. (A single held-back calibration share leaves
+few successes to set the quantile by, and cut several times more true successes than asked.)
 
 ``physics_cost`` counts what a batch of trials costs with and without early stopping: a cut trial
 costs the physics steps up to its cut, the others their full length. Predictions read only the
 prefix, so the counts are the steps an explorer that stops there would spend.
 
-Where to judge differs by skill (a catch that will fail shows it within 0.3 s, a scoop later), and
+Where to judge differs by skill (a catch that will fail shows it early, a scoop later), and
 choosing the checkpoint on the trials it is then measured on would flatter it: ``EarlyStop.select``
 chooses among candidate checkpoints on the past trials alone, by the physics steps per success
 their own out-of-fold predictions would have spent.

@@ -69,8 +69,8 @@ class DistillConfig:
             distribution).
         start_states: start states of fresh tasks, labelled (per task distribution): the first
             observation of an episode, drawn without running it. An episode's first chunk is
-            one sample among the ~100 of its episode, yet a catch is decided by it (the egg
-            lands ~10 steps after the reset).
+            one sample among the many of its episode, yet a catch is decided by it (the egg
+            lands moments after the reset).
         dagger_rounds: rounds of the student's own episodes labelled by the teacher, each followed
             by retraining on everything gathered.
         dagger_rollouts: the student's episodes per DAgger round (per task distribution).

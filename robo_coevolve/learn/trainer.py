@@ -46,17 +46,13 @@ class TrainConfig:
         rehearsal_steps: how rehearsal counts against ``steps``: "shared" (``steps`` in all, the
             rehearsal taking its share of each) or "added" (``steps / (1 - rehearsal_share)`` in
             all, so that the trained skill's own data gets as many samples as ``steps`` batches
-            would give it alone). Beside scoop and flip at a share of 0.5, "shared" starves the
-            new skill: offline, two catch clones caught 91.0% of 400 fresh tasks each with 3,000
-            steps and 93.8% with 6,000 (flip kept at 98.1 and 97.3%; README, "Rehearsal adds
-            steps").
+            would give it alone). Beside two rehearsed skills at a share of 0.5, "shared"
+            starves the new skill.
         normalize_on: where the normalisation statistics come from when a fit sets them: "data"
             (the skill being trained) or "all" (its data and the rehearsal's). Pooled with the
             other skills' spread (a caught egg's velocities, a scooped egg's path), the trained
-            skill's inputs and actions shrink to a sliver of the normalised range: offline, a
-            flip clone rehearsing catch flipped 59 / 60% with "all" and 73 / 83% with "data",
-            and a catch clone rehearsing scoop and flip caught 78 / 78% and kept flip at 93 /
-            94% with "all", against 82 / 79% and 99 / 99% (README, "One teacher per clone").
+            skill's inputs and actions shrink to a sliver of the normalised range, and its
+            clones do worse.
         valid_fraction: share of the current skill's segments held out for validation.
         eval_every: steps between validation measurements.
         patience: evaluations without a better validation loss before stopping.
@@ -67,8 +63,7 @@ class TrainConfig:
             decay rising to this value (None: the trained weights themselves).
         threads: torch intra-op threads while training (None: torch's default, one per core).
             One by default: beside rollout workers or any other busy process, torch's spinning
-            threads slow training on a 2-core machine by 5-50x (measured here with other jobs
-            running: ~400 samples/s with 2 threads, ~9,000 with 1).
+            threads slow training on a small machine many times over.
     """
 
     steps: int = 3000
@@ -112,8 +107,7 @@ class TrainConfig:
 def _ema_with_warmup(max_decay: float, power: float = 2 / 3):
     """An ``AveragedModel`` update whose decay grows as ``1 - (1 + n)^-power`` up to ``max_decay``
     (Diffusion Policy's EMA): a fixed 0.999 from step 1 averages the first, unrelated networks into
-    the kept weights (measured on flip with the cosine schedule: best validation at step 500-750
-    and 1, 60 and 15% success, where the same seeds without EMA flipped 57-72%)."""
+    the kept weights, and their clones fail."""
 
     def update(averaged: torch.Tensor, current: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
         decay = min(max_decay, 1.0 - (1.0 + float(n)) ** -power)
@@ -326,8 +320,8 @@ def fit_clones(jobs: list[CloneJob], workers: int = 1) -> list[tuple[torch.nn.Mo
     With ``workers`` > 1 and several jobs, up to ``workers`` of them train at once, each in a
     process of its own (forkserver, one torch thread each by ``TrainConfig.threads``): the policies
     come back trained as they would have been one after another in this process, bit for bit on
-    the same CPU (``tests/learn/test_learn.py``). On two cores, a catch iteration's two clones
-    (~80 s each) then take the time of one. What the workers log reaches this process's log,
+    the same CPU (``tests/learn/test_learn.py``). On two cores, a round's two clones then take
+    the time of one. What the workers log reaches this process's log,
     each clone's lines together and in the jobs' order, once its clone is back."""
     if workers < 1:
         raise ValueError(f"workers={workers} must be >= 1")

@@ -242,7 +242,7 @@ class SkillLibrary:
                 shutil.copyfile(path, tmp)
                 shutil.copymode(path, tmp)
                 # Every demo was checked on open (and a concurrent writer only adds whole ones);
-                # re-checking each would make a commit cost ~1 ms per stored demo.
+                # re-checking each would make a commit's cost grow with the library.
                 first = check_file(tmp, skill, demos=False, name=path)
                 mode = "r+"
             else:

@@ -31,9 +31,9 @@ class PolicyConfig:
         num_points: points per cloud.
         use_language: condition on the instruction through FiLM.
         film_scale_input: multiply the (unit-norm) instruction embedding by ``1/sqrt(dim)`` before
-            the FiLM layer. Unscaled, AdamW moves FiLM's outputs ~``sqrt(dim)`` (~16 for MiniLM's
-            384) times faster per step than any other layer's, which destabilised training at small
-            ``min_std``. Off by default so that checkpoints saved before it load unchanged.
+            the FiLM layer. Unscaled, AdamW moves FiLM's outputs about ``sqrt(dim)`` times faster
+            per step than any other layer's, which destabilised training at small ``min_std``.
+            Off by default so that checkpoints saved before it load unchanged.
         language_model: local directory of the sentence encoder; None for the packaged
             all-MiniLM-L6-v2, resolved on the machine that loads the policy.
         proprio_dim, egg_dim, action_dim: observation and action sizes.
@@ -43,8 +43,7 @@ class PolicyConfig:
             the demonstration (the padded steps that training masks out). Once a re-plan predicts
             that the demonstration ends within the chunk, the episode holds its last command to
             the end: the skill knows it is done instead of moving on with actions it never saw
-            (a demo ends a moment after its success). README, "Input noise, and knowing when a skill
-            is done".
+            (a demo ends a moment after its success).
         end_threshold: probability above which the demonstration counts as ending in the chunk.
         hidden: width of the fused features.
         components: Gaussians in the mixture head.
@@ -62,7 +61,7 @@ class PolicyConfig:
             previous command (velocity-like: fine-grained, but a re-planned chunk starts from
             wherever the last one left the spatula, so small errors integrate). "absolute": the
             commanded poses themselves (position control, as in Diffusion Policy: no drift, but
-            errors are a share of the whole workspace). README, "Flip", has both measured.
+            errors are a share of the whole workspace, too coarse for scooping).
     """
 
     use_image: bool = True

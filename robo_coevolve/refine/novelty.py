@@ -6,8 +6,8 @@ resampled to ``PATH_POINTS`` points, positions relative to where the egg started
 relative to 50 g in units of 20%). The same motion on a clearly different task is new data; the
 same motion on nearly the same task is a near-duplicate. The distance of two feature vectors
 counts the two parts alike: ``sqrt(path_ms + task_ms)``, the mean squared difference over the
-path's 80 values plus that over the task's 3 (an RMS over all 83 drowned the task: one plan run on
-300 tasks across the whole +-2 cm / +-20% range gave 16 "novel" scoops). A segment's novelty is
+path's values plus that over the task's (an RMS over all of them drowns the few task values, and
+one motion run on tasks across the whole range looks like one segment). A segment's novelty is
 its distance to the nearest stored one.
 
 ``NoveltyGate`` ranks candidates by ``score = success - penalty * similarity`` (similarity =

@@ -72,8 +72,7 @@ class Refiner:
         efficiency_ratio: most window length and blade path, relative to the batch median.
         margin_after: s kept after the success settles; None keeps the rest of the trial (a
             trial is judged at its end, so its tail shows what to do once the skill is done:
-            hold the egg, keep the blade off it). The README's learner section has what each
-            choice did to cloned policies.
+            hold the egg, keep the blade off it); cut windows cloned better.
         hold_to_end: after the window (and its margin), hold the last command until the trial's
             horizon, and keep the segment only if the replay still succeeds with the spatula held
             still: the policy learns to stop once the skill is done, from motions that were

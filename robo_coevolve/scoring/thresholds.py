@@ -10,9 +10,9 @@ class Thresholds:
     """Scoring thresholds, SI units.
 
     The crack and break forces are calibrated by drop tests of the nominal egg flat onto the pan
-    (tests/scoring/test_integrity.py re-measures them): peak normal force ~3.5 N from 1 mm,
-    ~11 N from 1 cm, ~15 N from 2 cm, ~20 N from 5 cm, ~30 N from 10 cm and ~46 N from 20 cm.
-    A gentle landing stays below ``crack_force``; a fall from 20 cm costs most of the egg.
+    (``tests/scoring/test_physics_scoring.py`` re-measures them; the figures are in
+    docs/design.md): a gentle landing stays below ``crack_force``, a fall from a spatula's
+    height costs most of the egg.
     """
 
     lift_height: float = 0.03  # m above the pan surface that counts as lifted
