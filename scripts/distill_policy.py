@@ -29,8 +29,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 
+from robo_coevolve.configs import compose  # noqa: E402
 from robo_coevolve.evolve.run_state import RunState  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
 from robo_coevolve.learn import ChunkDataset, TrainConfig  # noqa: E402
@@ -38,6 +38,7 @@ from robo_coevolve.learn.distill import DistillConfig, Distiller  # noqa: E402
 from robo_coevolve.library import LibraryError, SkillLibrary  # noqa: E402
 from robo_coevolve.policy import PolicyConfig, PolicyConfigError, VLAPolicy  # noqa: E402
 from robo_coevolve.policy.vla import WEIGHTS_NAME  # noqa: E402
+from robo_coevolve.resources import conf_dir  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
 from robo_coevolve.workspace.evolve import build  # noqa: E402
 
@@ -56,11 +57,10 @@ def act_latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int 
 
 
 def student_from_yaml(path: Path) -> PolicyConfig:
-    """The ``PolicyConfig`` a policy config file (as in ``conf/policy/``) builds."""
-    config = build(OmegaConf.load(path), str(path))
-    if not isinstance(config, PolicyConfig):
-        raise PolicyConfigError(f"{path} does not build a PolicyConfig: use a file of conf/policy/")
-    return config
+    """The ``PolicyConfig`` of an option of ``conf/policy/`` (its file, e.g. ``conf/policy/vla.yaml``)."""
+    if path.resolve().parent != (conf_dir() / "policy").resolve():
+        raise PolicyConfigError(f"{path} is not a file of conf/policy/: use e.g. conf/policy/vla.yaml")
+    return build(compose(f"policy={path.stem}").policy, str(path))
 
 
 def load_teacher(args) -> tuple[Path, SkillLibrary, dict[str, TaskDistribution]]:
@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: nothing to distill from: use --segments, --rollouts or --starts", file=sys.stderr)
         return 2
     config = DistillConfig(
+        student=student_config,
         hidden=args.hidden,
         teacher_rollouts=args.rollouts,
         start_states=args.starts,
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     with LocalBackend(workers=args.workers) as backend:
         try:
-            distiller = Distiller(teacher, backend, config, student_config)
+            distiller = Distiller(teacher, backend, config)
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
