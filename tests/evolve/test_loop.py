@@ -262,13 +262,9 @@ def test_resuming_with_another_config_is_refused(uninterrupted, tmp_path):
 
 
 def compose(*overrides: str):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+    from robo_coevolve.configs import compose
 
-    from robo_coevolve.resources import conf_dir
-
-    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-        return hydra_compose("config", overrides=[*TINY, *overrides])
+    return compose(*TINY, *overrides)
 
 
 @pytest.mark.parametrize(
