@@ -76,7 +76,7 @@ CONFIGS = {
     ("coevolve/adversary", "default"): full(TaskAdversary),
     ("coevolve/answer", "default"): full(AnswerSearch),
     ("distill", "off"): full(DistillConfig),
-    ("workspace", "evolve"): full(EvolveWorkspace, video=kwargs_of(VideoConfig), zen_exclude=WORKSPACE),
+    ("workspace", "evolve"): full(EvolveWorkspace, video=full(VideoConfig), zen_exclude=WORKSPACE),
     ("workspace", "explore"): full(ExploreWorkspace, zen_exclude=WORKSPACE),
     ("workspace", "scripted_demo"): full(ScriptedDemo, zen_exclude=WORKSPACE),
 }

@@ -22,7 +22,12 @@ from robo_coevolve.workspace.explore import ExploreWorkspace
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    return EvolveWorkspace(compose(), tmp_path_factory.mktemp("run"))
+    """The main job's workspace, built as ``python -m robo_coevolve`` builds it."""
+    cfg = compose()
+    run_dir = tmp_path_factory.mktemp("run")
+    built = hydra.utils.instantiate(cfg.workspace, cfg=cfg, output_dir=run_dir, _recursive_=False)
+    assert isinstance(built, EvolveWorkspace)
+    return built
 
 
 def test_the_loop_make_run_builds_is_the_loop_built_in_code(workspace):

@@ -215,3 +215,6 @@ class VideoConfig:
     camera: str = "overview"
     size: tuple[int, int] = (480, 360)
     frame_every: int = 2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", tuple(self.size))

@@ -67,12 +67,9 @@ class EvolveWorkspace:
             except ValueError as err:
                 raise ConfigError(f"config group 'distill': {err}") from None
         self.search = search_settings(e)
-        try:
-            if isinstance(video, DictConfig):
-                video = OmegaConf.to_container(video, resolve=True)
-            self.video = VideoConfig(**video) if video else VideoConfig()
-        except (ValueError, TypeError) as err:
-            raise ConfigError(f"config group 'workspace.video': {err}") from None
+        if isinstance(video, DictConfig):
+            video = build(video, "workspace.video")
+        self.video = video or VideoConfig()
         if self.search.budget <= self.search.select_trials * int(e.cem.max_modes):
             raise ConfigError(
                 f"explore.budget={self.search.budget} must exceed explore.select_trials x cem.max_modes"
