@@ -6,11 +6,13 @@ options)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.config_store import ConfigStore
+from hydra.errors import MissingConfigException
 from hydra_zen import ZenField, builds, kwargs_of, make_config
 from omegaconf import DictConfig
 
@@ -24,11 +26,12 @@ from robo_coevolve.explore.cem import MixtureCEM
 from robo_coevolve.explore.ray_backend import RayBackend
 from robo_coevolve.explore.search import SearchConfig
 from robo_coevolve.learn.distill import DistillConfig
-from robo_coevolve.policy import PolicyConfig
+from robo_coevolve.policy import PolicyConfig, PolicyConfigError
 from robo_coevolve.refine import NoveltyGate, Refiner
 from robo_coevolve.resources import conf_dir
 from robo_coevolve.scoring import Thresholds
 from robo_coevolve.task_distribution import TaskDistribution
+from robo_coevolve.workspace.build import build
 from robo_coevolve.workspace.evolve import EvolveWorkspace
 from robo_coevolve.workspace.explore import ExploreWorkspace
 from robo_coevolve.workspace.scripted_demo import ScriptedDemo
@@ -82,11 +85,24 @@ CONFIGS = {
 }
 
 
+POLICIES = ["state", *sorted(p.stem for p in (conf_dir() / "policy").glob("*.yaml"))]
+
+
 def store() -> None:
     """Put every group's default option into Hydra's ConfigStore (again: it replaces them)."""
     cs = ConfigStore.instance()
     for (group, name), node in CONFIGS.items():
         cs.store(group=group, name=name, node=node)
+
+
+def policy_option(path: str | Path) -> PolicyConfig:
+    """The ``PolicyConfig`` of the ``policy`` option a file of ``conf/policy/`` names (its stem:
+    ``conf/policy/vla.yaml`` is ``policy=vla``, ``conf/policy/state.yaml`` the code's defaults)."""
+    name = Path(path).stem
+    try:
+        return build(compose(f"policy={name}").policy, f"policy={name}")
+    except MissingConfigException:
+        raise PolicyConfigError(f"{path}: no policy option {name!r} (conf/policy/ has {POLICIES})") from None
 
 
 def compose(*overrides: str) -> DictConfig:

@@ -30,17 +30,15 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from robo_coevolve.configs import compose  # noqa: E402
+from robo_coevolve.configs import policy_option  # noqa: E402
 from robo_coevolve.evolve.run_state import RunState  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
 from robo_coevolve.learn import ChunkDataset, TrainConfig  # noqa: E402
 from robo_coevolve.learn.distill import DistillConfig, Distiller  # noqa: E402
 from robo_coevolve.library import LibraryError, SkillLibrary  # noqa: E402
-from robo_coevolve.policy import PolicyConfig, PolicyConfigError, VLAPolicy  # noqa: E402
+from robo_coevolve.policy import PolicyConfigError, VLAPolicy  # noqa: E402
 from robo_coevolve.policy.vla import WEIGHTS_NAME  # noqa: E402
-from robo_coevolve.resources import conf_dir  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
-from robo_coevolve.workspace.evolve import build  # noqa: E402
 
 
 def act_latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int = 50) -> float:
@@ -54,13 +52,6 @@ def act_latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int 
         policy.reset(batch)
         policy.act(obs)
     return (time.perf_counter() - start) / repeats
-
-
-def student_from_yaml(path: Path) -> PolicyConfig:
-    """The ``PolicyConfig`` of an option of ``conf/policy/`` (its file, e.g. ``conf/policy/vla.yaml``)."""
-    if path.resolve().parent != (conf_dir() / "policy").resolve():
-        raise PolicyConfigError(f"{path} is not a file of conf/policy/: use e.g. conf/policy/vla.yaml")
-    return build(compose(f"policy={path.stem}").policy, str(path))
 
 
 def load_teacher(args) -> tuple[Path, SkillLibrary, dict[str, TaskDistribution]]:
@@ -122,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         checkpoint, library, tasks = load_teacher(args)
         teacher = VLAPolicy.from_pretrained(checkpoint)
-        student_config = student_from_yaml(args.student_config) if args.student_config else None
+        student_config = policy_option(args.student_config) if args.student_config else None
         segments = {s: library.segments(d.skill)[: args.segments] for s, d in tasks.items()}
     except (PolicyConfigError, LibraryError, FileNotFoundError, KeyError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -92,7 +92,7 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
     state = json.loads((d / "state.json").read_text())
     assert state["iteration"] == 2 and state["checkpoint"] == "checkpoints/iter_0002"
     policy = VLAPolicy.from_pretrained(d / state["checkpoint"])
-    assert not policy.config.use_image and policy.config.use_language  # conf/policy/state.yaml
+    assert not policy.config.use_image and policy.config.use_language  # policy=state
     for name in ("progress.png", "skill_tree.png"):
         assert (d / name).read_bytes()[:4] == b"\x89PNG"
     for k, node in ((1, "scoop"), (2, "flip")):
