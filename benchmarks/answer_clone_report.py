@@ -25,17 +25,15 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-import hydra  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from coevolve_report import HARD, HELD_OUT_SEED  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
 from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params  # noqa: E402
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy  # noqa: E402
-from robo_coevolve.policy import VLAPolicy  # noqa: E402
-from robo_coevolve.resources import conf_dir  # noqa: E402
+from robo_coevolve.policy import PolicyConfig, VLAPolicy  # noqa: E402
+from robo_coevolve.refine import Refiner  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
 
 # The searched sets, and the seed coevolve_report.py's probe gives each one's search.
@@ -66,11 +64,8 @@ def main() -> None:
     args = ap.parse_args()
 
     torch.set_num_threads(1)
-    conf = conf_dir()
-    refiner = hydra.utils.instantiate(OmegaConf.load(conf / "refine" / "default.yaml"))
-    policy_config = hydra.utils.instantiate(OmegaConf.load(conf / "policy" / "state.yaml"))
-    train = OmegaConf.to_container(OmegaConf.load(conf / "train" / "bc.yaml"))["fit"]
-    train.pop("_target_")
+    refiner = Refiner()  # the main job's settings are the code's defaults
+    policy_config = PolicyConfig()
     rows = {}
     with LocalBackend(workers=1) as backend:
         for key in args.searches:
@@ -87,7 +82,7 @@ def main() -> None:
             segments, _ = refiner.refine([t for t in shown if t.success], None, iteration=1)
             torch.manual_seed(args.seed)
             policy = VLAPolicy(policy_config)
-            BCTrainer(policy, TrainConfig(**{**train, "seed": args.seed, "progress": False})).fit(
+            BCTrainer(policy, TrainConfig(seed=args.seed)).fit(
                 ChunkDataset.from_segments(segments, policy_config.chunk)
             )
             params = answer.best_params

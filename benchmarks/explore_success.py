@@ -44,7 +44,6 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 
 from robo_coevolve.explore import primitives  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
@@ -53,10 +52,8 @@ from robo_coevolve.explore.noise import NoiseSpec  # noqa: E402
 from robo_coevolve.explore.open_loop import Trial, noise_trials  # noqa: E402
 from robo_coevolve.explore.plans import PrimitivePlan  # noqa: E402
 from robo_coevolve.explore.random_policy import RandomMLPPolicy  # noqa: E402
-from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params  # noqa: E402
-from robo_coevolve.resources import conf_dir  # noqa: E402
+from robo_coevolve.explore.search import PolishConfig, PrimitiveSearch, evaluate_params  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
-from robo_coevolve.workspace.explore import polish_settings  # noqa: E402
 
 ROLL = primitives.NAMES.index("toss_roll")
 
@@ -155,7 +152,7 @@ def main() -> None:
 
     polish = None
     if args.polish:
-        polish = polish_settings(OmegaConf.load(conf_dir() / "explore" / "primitives.yaml").polish)
+        polish = PolishConfig()  # the main job's
     searches, baselines = [], []
     with LocalBackend(workers=args.workers) as backend:
         for skill in args.skills:

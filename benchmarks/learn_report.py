@@ -13,7 +13,7 @@ held-out seeded tasks (egg pose +-2 cm, mass +-20%). Then, with the state varian
 
     python benchmarks/learn_report.py --library DIR [--skills scoop flip] [--variants state image]
 
-``--config conf/policy/vla.yaml`` takes that file's settings (less ``_target_``) as the base of
+``--config conf/policy/vla.yaml`` takes that policy option's settings as the base of
 every variant, before ``--policy``; ``--save DIR`` keeps each clone as
 ``DIR/<skill>_<variant>_seed<k>/`` (``save_pretrained``), e.g. as the teacher of
 ``scripts/distill_policy.py``.
@@ -134,11 +134,9 @@ def main() -> None:
             f"--candidates {args.candidates} needs --select N > 0 selection tasks to choose among them"
         )
     if args.config:
-        from omegaconf import OmegaConf
+        from robo_coevolve.configs import policy_option
 
-        BASE.update(
-            {k: v for k, v in OmegaConf.to_container(OmegaConf.load(args.config)).items() if k != "_target_"}
-        )
+        BASE.update(policy_option(args.config).to_dict())
     OVERRIDES.update(json.loads(args.policy))
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -27,13 +27,11 @@ import env_throughput  # noqa: E402
 import explore_throughput  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params  # noqa: E402
+from robo_coevolve.explore.search import PrimitiveSearch, SearchConfig, evaluate_params  # noqa: E402
 from robo_coevolve.learn import BCTrainer, ChunkDataset, CloneJob, TrainConfig, fit_clones  # noqa: E402
 from robo_coevolve.policy import PolicyConfig, VLAPolicy  # noqa: E402
-from robo_coevolve.resources import conf_dir  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
 
 
@@ -253,8 +251,8 @@ def rows_inference(repeats: int) -> list[list[str]]:
 
 def rows_mastery(budget: int, target: float) -> list[list[str]]:
     """Trials and wall time until the search's best mode holds ``target`` (the main job's settings)."""
-    e = OmegaConf.load(conf_dir() / "explore" / "primitives.yaml")  # the main job's search settings
-    cem = OmegaConf.to_container(e.cem)
+    e = SearchConfig()  # the main job's search settings
+    cem = e.cem
     out = []
     with LocalBackend() as backend:
         for k, skill in enumerate(("scoop", "flip")):

@@ -8,9 +8,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from robo_coevolve import configs
 from robo_coevolve.resources import conf_dir
 
 logging.getLogger("OpenGL").setLevel(logging.WARNING)  # PyOpenGL announces its accelerator at INFO
+configs.store()  # the config groups' default options, built from the code, before Hydra composes
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")

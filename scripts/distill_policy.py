@@ -29,17 +29,16 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 
+from robo_coevolve.configs import policy_option  # noqa: E402
 from robo_coevolve.evolve.run_state import RunState  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
 from robo_coevolve.learn import ChunkDataset, TrainConfig  # noqa: E402
 from robo_coevolve.learn.distill import DistillConfig, Distiller  # noqa: E402
 from robo_coevolve.library import LibraryError, SkillLibrary  # noqa: E402
-from robo_coevolve.policy import PolicyConfig, PolicyConfigError, VLAPolicy  # noqa: E402
+from robo_coevolve.policy import PolicyConfigError, VLAPolicy  # noqa: E402
 from robo_coevolve.policy.vla import WEIGHTS_NAME  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
-from robo_coevolve.workspace.evolve import build  # noqa: E402
 
 
 def act_latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int = 50) -> float:
@@ -53,14 +52,6 @@ def act_latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int 
         policy.reset(batch)
         policy.act(obs)
     return (time.perf_counter() - start) / repeats
-
-
-def student_from_yaml(path: Path) -> PolicyConfig:
-    """The ``PolicyConfig`` a policy config file (as in ``conf/policy/``) builds."""
-    config = build(OmegaConf.load(path), str(path))
-    if not isinstance(config, PolicyConfig):
-        raise PolicyConfigError(f"{path} does not build a PolicyConfig: use a file of conf/policy/")
-    return config
 
 
 def load_teacher(args) -> tuple[Path, SkillLibrary, dict[str, TaskDistribution]]:
@@ -122,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         checkpoint, library, tasks = load_teacher(args)
         teacher = VLAPolicy.from_pretrained(checkpoint)
-        student_config = student_from_yaml(args.student_config) if args.student_config else None
+        student_config = policy_option(args.student_config) if args.student_config else None
         segments = {s: library.segments(d.skill)[: args.segments] for s, d in tasks.items()}
     except (PolicyConfigError, LibraryError, FileNotFoundError, KeyError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -135,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: nothing to distill from: use --segments, --rollouts or --starts", file=sys.stderr)
         return 2
     config = DistillConfig(
+        student=student_config,
         hidden=args.hidden,
         teacher_rollouts=args.rollouts,
         start_states=args.starts,
@@ -149,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     with LocalBackend(workers=args.workers) as backend:
         try:
-            distiller = Distiller(teacher, backend, config, student_config)
+            distiller = Distiller(teacher, backend, config)
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

@@ -22,11 +22,10 @@ from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
+from robo_coevolve.configs import compose  # noqa: E402
 from robo_coevolve.evolve.run_state import RunState  # noqa: E402
-from robo_coevolve.resources import conf_dir  # noqa: E402
 
 
 def run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
@@ -38,8 +37,7 @@ def run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
     saved = [str(o) for o in OmegaConf.load(saved_path)]
     keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
     merged = [o for o in saved if o.split("=", 1)[0].lstrip("+~") not in keys and not o.startswith("hydra.")]
-    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-        return compose("config", overrides=merged + overrides)
+    return compose(*merged, *overrides)
 
 
 def status(run_dir: Path) -> int:

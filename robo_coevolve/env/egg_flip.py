@@ -68,7 +68,7 @@ class EggFlipEnv(gym.Env):
         image_size: int | None = None,
         point_cloud: int | None = None,
         render_mode: str | None = None,
-        render_size: tuple[int, int] = (640, 480),
+        render_size: tuple[int, int] = (480, 360),
         render_camera: str = "overview",
         thresholds: Thresholds | dict | None = None,
     ):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from robo_coevolve.coevolve import AnswerSearch, TaskAdversary, TaskSynthesizer
 from robo_coevolve.learn import TrainConfig
@@ -34,10 +34,10 @@ class Budget:
     ``iterations`` or ``minutes`` run out: the last of them once all are mastered. Benchmarks
     use it to compare arms at the same trial budget (``benchmarks/coevolve_report.py``)."""
 
-    iterations: int = 10
+    iterations: int = 6
     minutes: float | None = None
     trials: int | None = None
-    until: Sequence[str] | None = None
+    until: Sequence[str] | None = ("scoop",)
     consolidate: bool = False
     past_mastery: bool = False
 
@@ -122,17 +122,17 @@ class CloneConfig:
     once, each in a process of its own (:func:`~robo_coevolve.learn.fit_clones`; None: one per
     core, 1: one after another in this process). The clones are the same either way."""
 
-    fit: TrainConfig = TrainConfig(progress=False)
+    fit: TrainConfig = field(default_factory=TrainConfig)
     finetune_steps: int = 1000
     max_segments: int = 400
-    refit: bool = False
-    select_episodes: int = 0
+    refit: bool = True
+    select_episodes: int = 50
     candidates: int = 1
-    redraws: int = 0
-    compare_examples: bool = False
-    split_sources: bool = False
-    min_source_segments: int = 0
-    workers: int | None = 1
+    redraws: int = 2
+    compare_examples: bool = True
+    split_sources: bool = True
+    min_source_segments: int = 200
+    workers: int | None = None
 
     def __post_init__(self) -> None:
         if self.workers is None:
@@ -215,3 +215,6 @@ class VideoConfig:
     camera: str = "overview"
     size: tuple[int, int] = (480, 360)
     frame_every: int = 2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", tuple(self.size))

@@ -16,13 +16,12 @@ import json
 import logging
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from robo_coevolve.explore.backend import RolloutBackend
-from robo_coevolve.learn import DistillConfig, Distiller, TrainConfig
+from robo_coevolve.learn import DistillConfig, Distiller
 from robo_coevolve.library import SkillLibrary
-from robo_coevolve.policy import PolicyConfig, VLAPolicy
+from robo_coevolve.policy import VLAPolicy
 from robo_coevolve.skill_tree import SkillNode
 
 log = logging.getLogger(__name__)
@@ -31,80 +30,8 @@ DISTILLED = "distilled"
 REPORT = "report.json"
 
 
-@dataclass(frozen=True)
-class DistillSettings:
-    """What ``distill=...`` configures.
-
-    Args:
-        student: the student's ``PolicyConfig`` (``distill=image``: ``conf/policy/vla.yaml``);
-            None: no distillation.
-        segments: library segments labelled per node (its first).
-        teacher_rollouts: the teacher's noiseless episodes per node on fresh tasks.
-        start_states: start states per node of fresh tasks, labelled without running an
-            episode (each episode has one; a catch is decided by its first chunk).
-        dagger_rounds: rounds of the student's own episodes labelled by the teacher.
-        dagger_rollouts: the student's episodes per node and round.
-        warm_start: each DAgger round trains the last round's student further instead of a
-            fresh one.
-        steps: training steps per round, on everything gathered so far.
-        batch_size: training batch.
-        threads: torch threads while training (None: one per core; nothing else runs then).
-        eval_tasks: held-out tasks per node for teacher and student (None: the node's
-            ``eval_tasks``, the loop's own evaluation tasks).
-        seed: the student's initialisation and training seed.
-    """
-
-    student: PolicyConfig | None = None
-    segments: int = 300
-    teacher_rollouts: int = 100
-    start_states: int = 3000
-    dagger_rounds: int = 2
-    dagger_rollouts: int = 100
-    warm_start: bool = True
-    steps: int = 3000
-    batch_size: int = 256
-    threads: int | None = None
-    eval_tasks: int | None = None
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if isinstance(self.student, Mapping):
-            object.__setattr__(self, "student", PolicyConfig(**self.student))
-        if self.segments < 0:
-            raise ValueError(f"distill.segments={self.segments} must be >= 0")
-        if self.student is not None and not (self.segments or self.teacher_rollouts or self.start_states):
-            raise ValueError(
-                "distill.segments, distill.teacher_rollouts and distill.start_states are 0: "
-                "nothing to distill from"
-            )
-        if self.eval_tasks is not None and self.eval_tasks < 1:
-            raise ValueError(f"distill.eval_tasks={self.eval_tasks} must be >= 1, or null (the nodes')")
-        self.distill_config()  # DistillConfig and TrainConfig validate the rest
-
-    @property
-    def enabled(self) -> bool:
-        return self.student is not None
-
-    def distill_config(self) -> DistillConfig:
-        return DistillConfig(
-            teacher_rollouts=self.teacher_rollouts,
-            start_states=self.start_states,
-            dagger_rounds=self.dagger_rounds,
-            dagger_rollouts=self.dagger_rollouts,
-            warm_start=self.warm_start,
-            train=TrainConfig(
-                steps=self.steps,
-                batch_size=self.batch_size,
-                patience=100,
-                progress=False,
-                threads=self.threads,
-            ),
-            seed=self.seed,
-        )
-
-
 def distill_run(
-    settings: DistillSettings,
+    settings: DistillConfig,
     teacher: VLAPolicy,
     checkpoint: str,
     library: SkillLibrary,
@@ -120,7 +47,8 @@ def distill_run(
     output_dir = Path(output_dir)
     final = output_dir / DISTILLED
     # What the student depends on (torch's thread count only moves the last bits).
-    key = {k: v for k, v in json.loads(json.dumps(dataclasses.asdict(settings))).items() if k != "threads"}
+    key = json.loads(json.dumps(dataclasses.asdict(settings)))
+    key["train"].pop("threads")
     if (final / REPORT).is_file():
         done = json.loads((final / REPORT).read_text())
         if done.get("teacher_checkpoint") == checkpoint and done.get("settings") == key:
@@ -129,7 +57,7 @@ def distill_run(
         log.info("distilled before from another checkpoint or with other settings: distilling again")
     tmp = output_dir / f".{DISTILLED}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    distiller = Distiller(teacher, backend, settings.distill_config(), settings.student)
+    distiller = Distiller(teacher, backend, settings)
     tasks = {n.name: n.distribution() for n in nodes}
     segments = {n.name: library.segments(n.skill)[: settings.segments] for n in nodes}
     evaluation = {n.name: (settings.eval_tasks or n.eval_tasks, eval_seeds[n.name]) for n in nodes}

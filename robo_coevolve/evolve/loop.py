@@ -35,7 +35,7 @@ reloaded bit for bit, so a run killed at any moment and resumed (``run()`` again
 directory) ends exactly as an uninterrupted one would.
 
 When the budget ends, an optional last stage distils the policy into another, e.g. the image
-policy (``DistillSettings``, ``evolve.distillation``).
+policy (``DistillConfig``, ``evolve.distillation``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import torch
 from robo_coevolve.coevolve import TaskPool
 from robo_coevolve.evolve import plots
 from robo_coevolve.evolve.config import Budget, CloneConfig, CoEvolveConfig, VideoConfig
-from robo_coevolve.evolve.distillation import DistillSettings, distill_run
+from robo_coevolve.evolve.distillation import distill_run
 from robo_coevolve.evolve.run_state import (
     CHECKPOINTS,
     METRICS_FILE,
@@ -75,6 +75,7 @@ from robo_coevolve.explore.search import PrimitiveSearch, SearchConfig, trial_sc
 from robo_coevolve.learn import (
     ChunkDataset,
     CloneJob,
+    DistillConfig,
     evaluate_policy,
     evaluate_tasks,
     fit_clones,
@@ -152,7 +153,7 @@ class EvolutionLoop:
         video: VideoConfig = VideoConfig(),
         config: dict[str, Any] | None = None,
         coevolve: CoEvolveConfig = CoEvolveConfig(),
-        distill: DistillSettings | None = None,
+        distill: DistillConfig | None = None,
     ):
         if budget.until is not None:
             for name in budget.until:
@@ -173,7 +174,7 @@ class EvolutionLoop:
         self.video = video
         self.config = config or {}
         self.coevolve = coevolve
-        self.distill = distill or DistillSettings()
+        self.distill = distill or DistillConfig()
         self.pools: dict[str, TaskPool] = {}
         self.policy: VLAPolicy | None = None
         self.library: SkillLibrary | None = None

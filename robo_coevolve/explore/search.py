@@ -185,8 +185,8 @@ class SearchConfig:
     demos: int = 300
     demo_bar: float = 0.95
     restarts: int = 2
-    cem: dict | None = None
-    polish: PolishConfig | None = None
+    cem: dict = field(default_factory=dict)
+    polish: PolishConfig | None = field(default_factory=PolishConfig)
 
     def __post_init__(self) -> None:
         for name in ("budget", "population"):

@@ -59,12 +59,16 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DistillConfig:
-    """Distillation settings.
+    """Distillation settings: the ``distill`` config group and ``scripts/distill_policy.py``.
 
     Args:
-        hidden: the default (state-only) student's width.
+        student: the student's ``PolicyConfig`` (``distill=image``: ``conf/policy/vla.yaml``).
+            None: the run's last stage distils nothing (``distill=off``), and a ``Distiller``
+            trains the small state-only student of :func:`student_config`.
+        hidden: that default student's width.
         use_language: give the default student the instruction (FiLM); None copies the teacher's
             setting.
+        segments: library segments labelled per node (its first), in a run's last stage.
         teacher_rollouts: the teacher's closed-loop episodes on fresh tasks, labelled (per task
             distribution).
         start_states: start states of fresh tasks, labelled (per task distribution): the first
@@ -79,34 +83,54 @@ class DistillConfig:
         task_seed: seed of the fresh tasks of those episodes; keep it away from evaluation seeds
             (``evaluate_policy`` draws from 10,000 by default).
         label_batch: states per teacher call when labelling.
-        train: the student's behaviour-cloning settings (each round trains from scratch).
-        seed: the student's initialisation seed.
+        train: the student's behaviour-cloning settings per round (``threads`` None: one per
+            core, as nothing else runs then).
+        eval_tasks: held-out tasks per node for teacher and student in a run's last stage (None:
+            the node's ``eval_tasks``, the loop's own evaluation tasks).
+        seed: the student's initialisation and training seed.
     """
 
+    student: PolicyConfig | None = None
     hidden: int = 128
     use_language: bool | None = None
+    segments: int = 300
     teacher_rollouts: int = 100
-    start_states: int = 0
-    dagger_rounds: int = 1
+    start_states: int = 3000
+    dagger_rounds: int = 2
     dagger_rollouts: int = 100
-    warm_start: bool = False
+    warm_start: bool = True
     task_seed: int = 20_000
     label_batch: int = 512
     train: TrainConfig = field(
-        default_factory=lambda: TrainConfig(steps=3000, batch_size=256, patience=100, progress=False)
+        default_factory=lambda: TrainConfig(steps=3000, batch_size=256, patience=100, threads=None)
     )
+    eval_tasks: int | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
+        if isinstance(self.student, Mapping):
+            object.__setattr__(self, "student", PolicyConfig(**self.student))
+        if isinstance(self.train, Mapping):
+            object.__setattr__(self, "train", TrainConfig(**self.train))
         if self.hidden < 1:
             raise ValueError(f"distill.hidden={self.hidden} must be >= 1")
-        for name in ("teacher_rollouts", "start_states", "dagger_rounds", "dagger_rollouts"):
+        for name in ("segments", "teacher_rollouts", "start_states", "dagger_rounds", "dagger_rollouts"):
             if getattr(self, name) < 0:
                 raise ValueError(f"distill.{name}={getattr(self, name)} must be >= 0")
+        if self.student is not None and not (self.segments or self.teacher_rollouts or self.start_states):
+            raise ValueError(
+                "distill.segments, distill.teacher_rollouts and distill.start_states are 0: "
+                "nothing to distill from"
+            )
         if self.label_batch < 1:
             raise ValueError(f"distill.label_batch={self.label_batch} must be >= 1")
-        if isinstance(self.train, dict):
-            object.__setattr__(self, "train", TrainConfig(**self.train))
+        if self.eval_tasks is not None and self.eval_tasks < 1:
+            raise ValueError(f"distill.eval_tasks={self.eval_tasks} must be >= 1, or null (the nodes')")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a run's last stage distils (into ``student``)."""
+        return self.student is not None
 
 
 def student_config(
@@ -168,24 +192,19 @@ class Distiller:
     Args:
         teacher: the policy to imitate (any ``VLAPolicy``; it is only queried).
         backend: where the closed-loop episodes run.
-        config: distillation settings.
-        student: the student's configuration; None for the small state-only student of
-            :func:`student_config` (``config.hidden`` wide). Its chunk and action space must be the
-            teacher's, and where both read the camera, at the same size.
+        config: distillation settings; its ``student`` (None: the small state-only student of
+            :func:`student_config`, ``config.hidden`` wide) must have the teacher's chunk and
+            action space, and where both read the camera, its size.
     """
 
-    def __init__(
-        self,
-        teacher: VLAPolicy,
-        backend: RolloutBackend,
-        config: DistillConfig | None = None,
-        student: PolicyConfig | None = None,
-    ):
+    def __init__(self, teacher: VLAPolicy, backend: RolloutBackend, config: DistillConfig | None = None):
         self.teacher = teacher.eval()
         self.backend = backend
         self.config = config or DistillConfig()
         t = teacher.config
-        self.student_config = student or student_config(t, self.config.hidden, self.config.use_language)
+        self.student_config = self.config.student or student_config(
+            t, self.config.hidden, self.config.use_language
+        )
         self.image_size = image_size(t, self.student_config)  # the images the labelled data carry
 
     # ------------------------------------------------------------------------------ labels

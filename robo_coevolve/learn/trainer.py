@@ -71,14 +71,14 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-4
     grad_clip: float = 1.0
-    rehearsal_share: float = 0.3
-    rehearsal_steps: str = "shared"
+    rehearsal_share: float = 0.5
+    rehearsal_steps: str = "added"
     normalize_on: str = "data"
     valid_fraction: float = 0.1
     eval_every: int = 250
     patience: int = 4
     seed: int = 0
-    progress: bool = True
+    progress: bool = False
     threads: int | None = 1
     lr_schedule: str = "constant"
     ema_decay: float | None = None

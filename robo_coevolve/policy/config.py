@@ -64,11 +64,11 @@ class PolicyConfig:
             errors are a share of the whole workspace, too coarse for scooping).
     """
 
-    use_image: bool = True
+    use_image: bool = False
     image_size: int = 64
     vision: str = "cnn"
     freeze_vision: bool = False
-    use_egg_state: bool = False
+    use_egg_state: bool = True
     use_time: bool = True
     control_hz: float = 50.0
     use_points: bool = False
@@ -80,14 +80,14 @@ class PolicyConfig:
     egg_dim: int = 13
     action_dim: int = 5
     chunk: int = 8
-    execute: int = 4
-    predict_end: bool = False
+    execute: int = 2
+    predict_end: bool = True
     end_threshold: float = 0.5
     hidden: int = 256
     components: int = 5
-    min_std: float = 1e-3
+    min_std: float = 0.05
     dropout: float = 0.0
-    input_noise: float = 0.0
+    input_noise: float = 0.1
     image_shift: int = 0
     egg_aux: float = 0.0
     action_mode: str = "delta"

@@ -16,31 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
 from robo_coevolve.evolve.config import Budget, CloneConfig, CoEvolveConfig, VideoConfig
-from robo_coevolve.evolve.distillation import DistillSettings
 from robo_coevolve.evolve.loop import EvolutionLoop
-from robo_coevolve.learn.distill import image_size
+from robo_coevolve.learn.distill import DistillConfig, image_size
+from robo_coevolve.workspace.build import ConfigError, build
 from robo_coevolve.workspace.explore import backend_config, search_settings
 
+__all__ = ["ConfigError", "EvolveWorkspace", "build"]
+
 log = logging.getLogger(__name__)
-
-
-class ConfigError(ValueError):
-    """A config value that cannot build its component; the message names the group and why."""
-
-
-def build(cfg: DictConfig, group: str) -> Any:
-    """Instantiate ``cfg`` (the ``group`` config), turning Hydra's wrapped errors into one line."""
-    try:
-        return hydra.utils.instantiate(cfg, _convert_="all")
-    except InstantiationException as e:
-        cause = e.__cause__ or e
-        raise ConfigError(f"config group {group!r}: {type(cause).__name__}: {cause}") from None
-    except (ValueError, TypeError, KeyError) as e:
-        raise ConfigError(f"config group {group!r}: {type(e).__name__}: {e}") from None
 
 
 class EvolveWorkspace:
@@ -68,10 +54,10 @@ class EvolveWorkspace:
             raise ConfigError(
                 "coevolve must build CoEvolveConfig (check its _target_): use coevolve=default or off"
             )
-        self.distill = build(cfg.distill, "distill") if "distill" in cfg else DistillSettings()
-        if not isinstance(self.distill, DistillSettings):
+        self.distill = build(cfg.distill, "distill") if "distill" in cfg else DistillConfig()
+        if not isinstance(self.distill, DistillConfig):
             raise ConfigError(
-                "distill must build DistillSettings (check its _target_): use distill=image or off"
+                "distill must build DistillConfig (check its _target_): use distill=image or off"
             )
         if self.distill.enabled:
             student = replace(self.distill.student, control_hz=float(cfg.env.control_hz))
@@ -80,13 +66,10 @@ class EvolveWorkspace:
                 image_size(self.policy_config, self.distill.student)
             except ValueError as err:
                 raise ConfigError(f"config group 'distill': {err}") from None
-        try:
-            self.search = search_settings(e)
-            if isinstance(video, DictConfig):
-                video = OmegaConf.to_container(video, resolve=True)
-            self.video = VideoConfig(**video) if video else VideoConfig()
-        except (ValueError, TypeError) as err:
-            raise ConfigError(f"config group 'explore' or 'workspace.video': {err}") from None
+        self.search = search_settings(e)
+        if isinstance(video, DictConfig):
+            video = build(video, "workspace.video")
+        self.video = video or VideoConfig()
         if self.search.budget <= self.search.select_trials * int(e.cem.max_modes):
             raise ConfigError(
                 f"explore.budget={self.search.budget} must exceed explore.select_trials x cem.max_modes"

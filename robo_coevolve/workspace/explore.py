@@ -27,62 +27,37 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from robo_coevolve.evolve.loop import SearchConfig
 from robo_coevolve.explore import primitives
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.open_loop import noise_trials
-from robo_coevolve.explore.search import PolishConfig, PrimitiveSearch, evaluate_params
+from robo_coevolve.explore.search import PrimitiveSearch, SearchConfig, evaluate_params
 from robo_coevolve.library import SkillLibrary
-from robo_coevolve.resources import conf_dir
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import SKILLS
 from robo_coevolve.video import pick_highlights, render_highlights
+from robo_coevolve.workspace.build import build
 
 log = logging.getLogger(__name__)
 
 
 def backend_config(choice) -> DictConfig:
     """The backend's config: ``choice`` as is, or, for a name (``explore.backend=ray`` on the command
-    line, which sets a value instead of picking the group), ``conf/explore/backend/<name>.yaml``."""
+    line, which sets a value instead of picking the group), that option of ``explore/backend``."""
     if not isinstance(choice, str):
         return choice
-    folder = conf_dir() / "explore" / "backend"
-    path = folder / f"{choice}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in folder.glob("*.yaml"))
-        raise ValueError(f"explore.backend={choice!r}: known backends are {known} (conf/explore/backend/)")
-    return OmegaConf.load(path)
+    from robo_coevolve.configs import CONFIGS  # it builds this module's workspace
+
+    known = {name: node for (group, name), node in CONFIGS.items() if group == "explore/backend"}
+    if choice not in known:
+        raise ValueError(f"explore.backend={choice!r}: known backends are {sorted(known)}")
+    return OmegaConf.structured(known[choice])
 
 
 def search_settings(explore: DictConfig) -> SearchConfig:
-    """The primitive search's settings from the ``explore`` config group (validated)."""
-    e = explore
-    return SearchConfig(
-        budget=int(e.budget),
-        population=int(e.population),
-        target=None if e.target is None else float(e.target),
-        patience=int(e.patience),
-        select_trials=int(e.select_trials),
-        demos=int(e.demos),
-        demo_bar=float(e.demo_bar),
-        restarts=int(e.restarts),
-        cem=OmegaConf.to_container(e.cem, resolve=True),
-        polish=polish_settings(e.get("polish")),
-    )
-
-
-def polish_settings(cfg: DictConfig | None) -> PolishConfig | None:
-    """``explore.polish`` as ``PolishConfig`` (None: off), its keys checked."""
-    if cfg is None:
-        return None
-    fields = OmegaConf.to_container(cfg, resolve=True)
-    known = {f.name for f in dataclasses.fields(PolishConfig)}
-    unknown = sorted(set(fields) - known)
-    if unknown:
-        raise ValueError(
-            f"explore.polish has no setting {unknown}: known are {sorted(known)} (or explore.polish=null)"
-        )
-    return PolishConfig(**fields)
+    """The primitive search's settings: the ``SearchConfig`` of the ``explore`` config group (its
+    other keys are the explore job's and the loop's); a bad value raises ``ConfigError``."""
+    keys = ["_target_", *(f.name for f in dataclasses.fields(SearchConfig))]
+    return build(OmegaConf.masked_copy(explore, keys), "explore")
 
 
 def _rate(trajs) -> float:
@@ -136,13 +111,7 @@ class ExploreWorkspace:
         self.tasks = {skill: self._tasks(skill) for skill in self.skills}
 
     def _tasks(self, skill: str) -> TaskDistribution:
-        t = self.cfg.explore.tasks
-        return TaskDistribution.for_skill(
-            skill,
-            egg_offset_range=t.egg_offset_range,
-            egg_mass_range=t.egg_mass_range,
-            friction_range=t.friction_range,
-        )
+        return TaskDistribution.for_skill(skill, **build(self.cfg.explore.tasks, "explore.tasks"))
 
     def run(self) -> dict:
         self.output_dir.mkdir(parents=True, exist_ok=True)

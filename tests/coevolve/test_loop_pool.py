@@ -157,13 +157,10 @@ def test_rollback_removes_the_pools_of_uncommitted_iterations(tmp_path):
     ],
 )
 def test_a_bad_coevolve_override_fails_when_the_job_is_built(tmp_path, overrides, words):
-    from hydra import compose, initialize_config_dir
-
-    from robo_coevolve.resources import conf_dir
+    from robo_coevolve.configs import compose
     from robo_coevolve.workspace.evolve import ConfigError, EvolveWorkspace
 
-    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-        cfg = compose("config", overrides=overrides)
+    cfg = compose(*overrides)
     with pytest.raises(ConfigError) as e:
         EvolveWorkspace(cfg, tmp_path / "run")
     for w in words:
@@ -171,13 +168,10 @@ def test_a_bad_coevolve_override_fails_when_the_job_is_built(tmp_path, overrides
 
 
 def test_coevolve_is_off_by_default(tmp_path):
-    from hydra import compose, initialize_config_dir
-
-    from robo_coevolve.resources import conf_dir
+    from robo_coevolve.configs import compose
     from robo_coevolve.workspace.evolve import EvolveWorkspace
 
-    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-        cfg = compose("config")
+    cfg = compose()
     assert not EvolveWorkspace(cfg, tmp_path / "run").coevolve.enabled
 
 

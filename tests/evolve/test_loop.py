@@ -92,7 +92,7 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
     state = json.loads((d / "state.json").read_text())
     assert state["iteration"] == 2 and state["checkpoint"] == "checkpoints/iter_0002"
     policy = VLAPolicy.from_pretrained(d / state["checkpoint"])
-    assert not policy.config.use_image and policy.config.use_language  # conf/policy/state.yaml
+    assert not policy.config.use_image and policy.config.use_language  # policy=state
     for name in ("progress.png", "skill_tree.png"):
         assert (d / name).read_bytes()[:4] == b"\x89PNG"
     for k, node in ((1, "scoop"), (2, "flip")):
@@ -262,13 +262,9 @@ def test_resuming_with_another_config_is_refused(uninterrupted, tmp_path):
 
 
 def compose(*overrides: str):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+    from robo_coevolve.configs import compose
 
-    from robo_coevolve.resources import conf_dir
-
-    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-        return hydra_compose("config", overrides=[*TINY, *overrides])
+    return compose(*TINY, *overrides)
 
 
 @pytest.mark.parametrize(

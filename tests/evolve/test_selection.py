@@ -14,7 +14,20 @@ from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
 from robo_coevolve.skill_tree import SkillTree
 
-CONFIG = PolicyConfig(use_image=False, use_egg_state=True, use_language=False, hidden=128)
+CONFIG = PolicyConfig(
+    use_language=False, hidden=128, execute=4, predict_end=False, min_std=1e-3, input_noise=0.0
+)
+
+
+def clone_config(**settings) -> CloneConfig:
+    """Cloning without selection, redraws or split data sets unless ``settings`` ask for them."""
+    bare = dict(refit=False, select_episodes=0, redraws=0, compare_examples=False, split_sources=False)
+    return CloneConfig(**{**bare, "min_source_segments": 0, "workers": 1, **settings})
+
+
+def run_budget(**settings) -> Budget:
+    """A budget over every node unless ``settings`` say otherwise."""
+    return Budget(**{"iterations": 10, "until": None, **settings})
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +48,7 @@ def loop(tmp_path):
         yield EvolutionLoop(
             tree,
             CONFIG,
-            CloneConfig(select_episodes=10),
+            clone_config(select_episodes=10),
             ExploreSchedule(),
             SearchConfig(),
             refiner=None,
@@ -109,7 +122,7 @@ def test_example_sets_are_chosen_on_the_node_and_the_policy_on_every_bar(tmp_pat
     )
     tree.record("scoop", 1, 1.0)
     tree.record("flip", 2, 0.95)
-    loop = bare_loop(tree, tmp_path, Budget(), CloneConfig(select_episodes=5))
+    loop = bare_loop(tree, tmp_path, run_budget(), clone_config(select_episodes=5))
     search, demos = object(), object()
     rates = {
         id(search): {"catch": 0.60, "scoop": 1.0, "flip": 0.98},
@@ -134,7 +147,7 @@ def test_clones_are_redrawn_while_none_holds_every_bar(tmp_path, monkeypatch):
     tree = SkillTree.from_config({**nodes, "catch": {"requires": ["flip"]}})
     tree.record("scoop", 1, 1.0)
     tree.record("flip", 2, 0.95)
-    loop = bare_loop(tree, tmp_path, Budget(), CloneConfig(select_episodes=5, redraws=3))
+    loop = bare_loop(tree, tmp_path, run_budget(), clone_config(select_episodes=5, redraws=3))
     forgets, partly, holds, late = object(), object(), object(), object()
     rates = {
         id(forgets): {"catch": 0.9, "scoop": 1.0, "flip": 0.0},
@@ -156,7 +169,7 @@ def test_clones_are_redrawn_while_none_holds_every_bar(tmp_path, monkeypatch):
     assert len(result["candidates"]) == len(candidates) == len(sets) == 3
     assert result["taken"] == 2 and loop.policy is holds and fit == {"round": 2}
     # without redraws (the default), the first round is all there is
-    loop = bare_loop(tree, tmp_path, Budget(), CloneConfig(select_episodes=5))
+    loop = bare_loop(tree, tmp_path, run_budget(), clone_config(select_episodes=5))
     drawn.clear()
     _, result = loop._select(tree.node("catch"), 3, [(forgets, FIT)], True, draw=draw, sets=["search"])
     assert drawn == [] and "redraws" not in result and loop.policy is forgets
@@ -177,25 +190,25 @@ def test_the_selection_score_puts_holding_every_bar_before_the_mean():
 
 def test_selection_settings_are_checked():
     with pytest.raises(ValueError, match="select_episodes"):
-        CloneConfig(select_episodes=-1)
+        clone_config(select_episodes=-1)
     with pytest.raises(ValueError, match="needs train.select_episodes"):
-        CloneConfig(candidates=2)
+        clone_config(candidates=2)
     with pytest.raises(ValueError, match="candidates"):
-        CloneConfig(candidates=0, select_episodes=5)
+        clone_config(candidates=0, select_episodes=5)
     with pytest.raises(ValueError, match="compare_examples=true needs train.select_episodes"):
-        CloneConfig(compare_examples=True)
+        clone_config(compare_examples=True)
     with pytest.raises(ValueError, match="split_sources=true needs train.select_episodes"):
-        CloneConfig(split_sources=True)
+        clone_config(split_sources=True)
     with pytest.raises(ValueError, match="redraws=2 needs train.select_episodes"):
-        CloneConfig(redraws=2)
+        clone_config(redraws=2)
     with pytest.raises(ValueError, match="redraws=-1 must be >= 0"):
-        CloneConfig(redraws=-1, select_episodes=5)
+        clone_config(redraws=-1, select_episodes=5)
 
 
 def bare_loop(tree: SkillTree, output_dir, budget: Budget, train: CloneConfig | None = None) -> EvolutionLoop:
     """A loop that is only asked what to do next or to train (no backend, nothing run)."""
     settings = dict(refiner=None, backend=None, output_dir=output_dir, budget=budget)
-    train = train or CloneConfig()
+    train = train or clone_config()
     return EvolutionLoop(tree, CONFIG, train, ExploreSchedule(), SearchConfig(), **settings)
 
 
@@ -207,10 +220,10 @@ def test_consolidation_retrains_a_forgotten_skill_once_the_tree_is_mastered(tmp_
     tree = SkillTree.from_config(
         {"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}, "catch": {"requires": ["flip"]}}
     )
-    loop = bare_loop(tree, tmp_path, Budget(consolidate=consolidate))
+    loop = bare_loop(tree, tmp_path, run_budget(consolidate=consolidate))
     tree.record("scoop", 1, 0.95)
     assert loop._focus().name == "flip" and [n.name for n in loop._kept(tree.node("flip"))] == ["scoop"]
-    assert loop._rehearsal_share(tree.node("flip"), 1) == CloneConfig().fit.rehearsal_share
+    assert loop._rehearsal_share(tree.node("flip"), 1) == TrainConfig().rehearsal_share
     tree.record("scoop", 2, 0.5)  # forgotten while flip is still active: flip first anyway
     assert loop._focus().name == "flip"
     tree.record("flip", 2, 0.95)
@@ -230,18 +243,18 @@ def test_past_mastery_keeps_training_the_until_node_as_an_active_one(tmp_path):
     node, is mastered, the loop stays on it, not on flip, and trains it as an active node (no
     consolidation's fine-tuning or equal shares) until the iterations run out."""
     tree = SkillTree.from_config({"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}})
-    loop = bare_loop(tree, tmp_path, Budget(iterations=3, until=["scoop"], past_mastery=True))
+    loop = bare_loop(tree, tmp_path, run_budget(iterations=3, until=["scoop"], past_mastery=True))
     assert loop._focus().name == "scoop"
     tree.record("scoop", 1, 1.0)
     assert tree.status["scoop"] == "mastered" and tree.status["flip"] == "active"
     assert loop._focus().name == "scoop" and not loop._consolidating(tree.node("scoop"))
-    assert loop._rehearsal_share(tree.node("scoop"), 1) == CloneConfig().fit.rehearsal_share
+    assert loop._rehearsal_share(tree.node("scoop"), 1) == TrainConfig().rehearsal_share
     loop.state.iteration = 3
     assert loop._stop_reason() == "iterations"
     # without it, the mastered scoop ends the run
-    assert bare_loop(tree, tmp_path, Budget(iterations=3, until=["scoop"]))._stop_reason() == "mastered"
+    assert bare_loop(tree, tmp_path, run_budget(iterations=3, until=["scoop"]))._stop_reason() == "mastered"
     with pytest.raises(ValueError, match="past_mastery=true needs .* budget.until"):
-        Budget(past_mastery=True)
+        run_budget(past_mastery=True)
 
 
 def test_the_minutes_budget_counts_each_iteration_once(tmp_path):
@@ -250,7 +263,7 @@ def test_the_minutes_budget_counts_each_iteration_once(tmp_path):
     from robo_coevolve.evolve.run_state import RunState
 
     tree = SkillTree.from_config({"scoop": {}})
-    loop = bare_loop(tree, tmp_path, Budget(iterations=100, minutes=10))
+    loop = bare_loop(tree, tmp_path, run_budget(iterations=100, minutes=10))
     loop.state = RunState(tree=tree.to_dict(), nodes={}, config={}, elapsed_s=9 * 60)
     assert loop._stop_reason() is None
     loop.state.elapsed_s = 10 * 60
@@ -263,17 +276,17 @@ def test_the_trials_budget_cuts_the_last_iteration_and_ends_the_run_on_it(tmp_pa
     from robo_coevolve.evolve.run_state import RunState
 
     tree = SkillTree.from_config({"scoop": {}})
-    loop = bare_loop(tree, tmp_path, Budget(iterations=100))
+    loop = bare_loop(tree, tmp_path, run_budget(iterations=100))
     loop.state = RunState(tree=tree.to_dict(), nodes={}, config={}, trials=10_000)
     assert [loop._trials_left(300, v) for v in (0, 100, 250)] == [300, 200, 150]
-    loop = bare_loop(tree, tmp_path, Budget(iterations=100, trials=1_500))
+    loop = bare_loop(tree, tmp_path, run_budget(iterations=100, trials=1_500))
     loop.state = RunState(tree=tree.to_dict(), nodes={}, config={}, trials=1_300)
     assert [loop._trials_left(300, v) for v in (0, 100, 250)] == [200, 100, 0]
     assert loop._stop_reason() is None
     loop.state.trials = 1_500
     assert loop._stop_reason() == "trials"
     with pytest.raises(ValueError, match="budget.trials=0 must be >= 1"):
-        Budget(trials=0)
+        run_budget(trials=0)
 
 
 def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scooping_weights):
@@ -283,10 +296,12 @@ def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scoo
     from robo_coevolve.library import SkillLibrary
 
     tree = SkillTree.from_config({"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}})
-    settings = CloneConfig(
-        refit=True, finetune_steps=3, fit=TrainConfig(steps=5, batch_size=16, eval_every=5, progress=False)
+    settings = clone_config(
+        refit=True,
+        finetune_steps=3,
+        fit=TrainConfig(steps=5, batch_size=16, eval_every=5, rehearsal_steps="shared"),
     )
-    loop = bare_loop(tree, tmp_path, Budget(consolidate=True), settings)
+    loop = bare_loop(tree, tmp_path, run_budget(consolidate=True), settings)
     loop.library = SkillLibrary(tmp_path / "library")
     loop.library.add(scripted_segments("scoop", 3) + scripted_segments("flip", 3, seed=1))
     kept = loop.policy = scooping_policy(scooping_weights)
@@ -342,7 +357,7 @@ def test_split_sources_clones_each_teacher_apart_and_rehearses_a_kept_node_from_
 
     tree = SkillTree.from_config({"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}})
     loop = bare_loop(
-        tree, tmp_path, Budget(), CloneConfig(select_episodes=5, split_sources=True, max_segments=2)
+        tree, tmp_path, run_budget(), clone_config(select_episodes=5, split_sources=True, max_segments=2)
     )
     loop.library = SkillLibrary(tmp_path / "library")
     loop.library.add(stored)
@@ -355,22 +370,22 @@ def test_split_sources_clones_each_teacher_apart_and_rehearses_a_kept_node_from_
     assert seeds(loop._data(scoop)) == seeds(stored[3:])  # no source recorded yet: the latest
     loop.state.nodes["scoop"]["source"] = "policy"
     assert seeds(loop._data(scoop)) == seeds(sets["policy"])  # what flip's training rehearses
-    loop.train = CloneConfig(select_episodes=5, max_segments=2)
+    loop.train = clone_config(select_episodes=5, max_segments=2)
     assert seeds(loop._data_sets(scoop)["latest"]) == seeds(stored[3:])
     # min_source_segments: the policy's 2 are too few beside the primitives' 3, all 5 are not
     loop.library.add([made_by(s, "primitive") for s in scripted_segments("scoop", 1, seed=7)])
-    loop.train = CloneConfig(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=3)
+    loop.train = clone_config(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=3)
     assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4}
-    loop.train = CloneConfig(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=5)
+    loop.train = clone_config(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=5)
     assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4, "policy": 2}
-    loop.train = CloneConfig(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=3)
+    loop.train = clone_config(select_episodes=5, split_sources=True, max_segments=5, min_source_segments=3)
     tree.record("scoop", 1, 0.95)  # mastered: training it now consolidates (a fine-tune), exempt
     assert {k: len(v) for k, v in loop._data_sets(scoop).items()} == {"primitives": 4, "policy": 2}
     with pytest.raises(ValueError, match="min_source_segments=-1"):
-        CloneConfig(min_source_segments=-1)
+        clone_config(min_source_segments=-1)
     with pytest.raises(ValueError, match=r"train.workers=0 must be >= 1, or null for one per core"):
-        CloneConfig(workers=0)
-    assert CloneConfig(workers=None).workers >= 1  # null: one per core
+        clone_config(workers=0)
+    assert clone_config(workers=None).workers >= 1  # null: one per core
 
 
 def test_pool_tasks_break_a_tie_on_the_node_own_tasks(tmp_path, monkeypatch):
@@ -403,7 +418,7 @@ def test_pool_tasks_break_a_tie_on_the_node_own_tasks(tmp_path, monkeypatch):
 
     def selected(select_episodes: int, variants: bool) -> dict:
         coevolve = CoEvolveConfig(synthesizer=TaskSynthesizer(), select_episodes=select_episodes)
-        loop = bare_loop(tree, tmp_path, Budget(), CloneConfig(select_episodes=5))
+        loop = bare_loop(tree, tmp_path, run_budget(), clone_config(select_episodes=5))
         loop.coevolve = coevolve
         pool = TaskPool.seeded(scoop.distribution())
         if variants:

@@ -75,7 +75,9 @@ def test_labels_of_the_teachers_episodes_are_the_actions_it_executed(teacher):
     """Re-simulated states, times and images line up with the episode: labelling the teacher's
     own episode at each re-planning step gives back exactly the actions it ran."""
     with LocalBackend(workers=1) as backend:
-        distiller = Distiller(teacher, backend, DistillConfig(teacher_rollouts=0, dagger_rounds=0))
+        distiller = Distiller(
+            teacher, backend, DistillConfig(teacher_rollouts=0, start_states=0, dagger_rounds=0)
+        )
         trajs = distiller.rollouts(teacher, TaskDistribution.for_skill("scoop"), 2, seed=5)
         data = distiller.from_trajectories(trajs)
     e = teacher.config.execute
@@ -92,7 +94,15 @@ def test_labels_of_the_teachers_episodes_are_the_actions_it_executed(teacher):
 
 def test_the_distilled_student_reproduces_the_teacher_on_held_out_states(teacher, segments):
     train = TrainConfig(steps=400, batch_size=128, eval_every=100, patience=100, progress=False)
-    config = DistillConfig(hidden=64, teacher_rollouts=4, dagger_rounds=1, dagger_rollouts=3, train=train)
+    config = DistillConfig(
+        hidden=64,
+        teacher_rollouts=4,
+        start_states=0,
+        dagger_rounds=1,
+        dagger_rollouts=3,
+        warm_start=False,
+        train=train,
+    )
     tasks = TaskDistribution.for_skill("scoop")
     with LocalBackend(workers=1) as backend:
         distiller = Distiller(teacher, backend, config)
@@ -157,10 +167,12 @@ def test_an_image_student_of_a_state_teacher_learns_the_teachers_actions_from_th
     from the stored and re-simulated states), and the student, which sees no egg state, fits the
     teacher's actions on held-out episodes far better than an untrained one."""
     train = TrainConfig(steps=300, batch_size=64, eval_every=100, patience=100, progress=False)
-    config = DistillConfig(teacher_rollouts=3, dagger_rounds=0, train=train)
+    config = DistillConfig(
+        student=IMAGE_STUDENT, teacher_rollouts=3, start_states=0, dagger_rounds=0, train=train
+    )
     tasks = TaskDistribution.for_skill("scoop")
     with LocalBackend(workers=1) as backend:
-        distiller = Distiller(state_teacher, backend, config, student=IMAGE_STUDENT)
+        distiller = Distiller(state_teacher, backend, config)
         assert distiller.image_size == 32
         library = distiller.from_segments(segments[:2])
         assert library.image.shape == (len(library), 32, 32, 3) and library.image.std() > 10
@@ -182,16 +194,18 @@ def test_an_image_student_of_a_state_teacher_learns_the_teachers_actions_from_th
 def test_episodes_of_several_skills_and_students_that_cannot_learn_the_teacher(state_teacher, teacher):
     tasks = [TaskDistribution.for_skill("scoop"), TaskDistribution.for_skill("flip")]
     with LocalBackend(workers=1) as backend:
-        distiller = Distiller(state_teacher, backend, DistillConfig(teacher_rollouts=0, dagger_rounds=0))
+        distiller = Distiller(
+            state_teacher, backend, DistillConfig(teacher_rollouts=0, start_states=0, dagger_rounds=0)
+        )
         trajs = distiller.rollouts(state_teacher, tasks, 2, seed=5)
         assert [t.task.skill for t in trajs] == ["scoop", "scoop", "flip", "flip"]
         # The first distribution draws what it would alone.
         alone = TaskDistribution.for_skill("scoop").sample_many(np.random.default_rng(5), 2)
         assert [t.task.seed for t in trajs[:2]] == [t.seed for t in alone]
         with pytest.raises(ValueError, match="chunk=4 differs from the teacher's 8"):
-            Distiller(state_teacher, backend, student=PolicyConfig(chunk=4, execute=2))
+            Distiller(state_teacher, backend, DistillConfig(student=PolicyConfig(chunk=4, execute=2)))
         with pytest.raises(ValueError, match="32 and 64 px: give the student the teacher's image_size"):
-            Distiller(teacher, backend, student=PolicyConfig(image_size=64))
+            Distiller(teacher, backend, DistillConfig(student=PolicyConfig(use_image=True, image_size=64)))
 
 
 def test_start_states_are_the_first_observations_of_the_episodes_of_the_same_tasks(state_teacher):
@@ -199,7 +213,7 @@ def test_start_states_are_the_first_observations_of_the_episodes_of_the_same_tas
     very state, image and label its closed-loop episode starts from."""
     tasks = [TaskDistribution.for_skill("scoop"), TaskDistribution.for_skill("catch")]
     with LocalBackend(workers=1) as backend:
-        distiller = Distiller(state_teacher, backend, student=IMAGE_STUDENT)
+        distiller = Distiller(state_teacher, backend, DistillConfig(student=IMAGE_STUDENT))
         starts = distiller.from_starts(tasks, 3, seed=11)
         episodes = distiller.from_trajectories(distiller.rollouts(state_teacher, tasks, 3, seed=11))
         with pytest.raises(ValueError, match="n is 0"):

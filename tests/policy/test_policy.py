@@ -13,7 +13,17 @@ from robo_coevolve.task_spec import SPATULA_HIGH, SPATULA_LOW
 
 SCOOP = "scoop the fried egg off the pan"
 FLIP = "flip the fried egg over"
-STATE_ONLY = dict(use_image=False, use_egg_state=True, use_language=False, hidden=64, chunk=4, execute=2)
+STATE_ONLY = dict(
+    use_image=False,
+    use_egg_state=True,
+    use_language=False,
+    hidden=64,
+    chunk=4,
+    execute=2,
+    predict_end=False,
+    min_std=1e-3,
+    input_noise=0.0,
+)
 
 
 def centred_proprio(batch: int, rng: np.random.Generator | None = None) -> np.ndarray:
@@ -84,7 +94,7 @@ def vision_dir(tmp_path_factory):
 @pytest.mark.parametrize(
     "overrides",
     [
-        dict(hidden=64, image_size=32),
+        dict(use_image=True, use_egg_state=False, hidden=64, image_size=32),
         dict(STATE_ONLY),
         dict(hidden=64, use_image=False, use_points=True, num_points=32, use_language=False),
     ],
@@ -248,7 +258,13 @@ def test_language_embeddings_are_cached_and_load_offline(monkeypatch):
 def test_a_vision_backbone_by_path_runs_and_round_trips(vision_dir, tmp_path):
     torch.manual_seed(0)
     cfg = PolicyConfig(
-        vision=str(vision_dir), image_size=32, hidden=32, use_language=False, freeze_vision=True
+        use_image=True,
+        use_egg_state=False,
+        vision=str(vision_dir),
+        image_size=32,
+        hidden=32,
+        use_language=False,
+        freeze_vision=True,
     )
     policy = VLAPolicy(cfg)
     backbone = policy.vision.backbone
@@ -267,7 +283,7 @@ def test_a_vision_backbone_by_path_runs_and_round_trips(vision_dir, tmp_path):
 
 def test_save_and_load_give_bitwise_identical_actions(tmp_path):
     torch.manual_seed(0)
-    cfg = PolicyConfig(hidden=64, image_size=32, use_egg_state=True, chunk=6, execute=3)
+    cfg = PolicyConfig(use_image=True, hidden=64, image_size=32, chunk=6, execute=3)
     policy = VLAPolicy(cfg)
     rng = np.random.default_rng(4)
     policy.set_normalization(
@@ -440,7 +456,15 @@ def test_egg_aux_teaches_the_camera_features_where_the_egg_is():
     for image, (x, y) in zip(images, egg[:, :2], strict=True):
         row, col = int((y + 1) / 2 * (size - 3)), int((x + 1) / 2 * (size - 3))
         image[row : row + 3, col : col + 3] = 255
-    base = dict(use_image=True, image_size=size, use_language=False, hidden=32, chunk=2, execute=1)
+    base = dict(
+        use_image=True,
+        use_egg_state=False,
+        image_size=size,
+        use_language=False,
+        hidden=32,
+        chunk=2,
+        execute=1,
+    )
     obs = {"proprio": centred_proprio(n), "time": np.zeros(n, np.float32), "image": images}
     batch = {**obs, "egg": egg, "deltas": np.zeros((n, 2, 5), np.float32)}
 
@@ -514,7 +538,7 @@ def test_mixture_nll_ignores_masked_dims():
 def test_act_feeds_the_episode_time_it_counts_itself():
     """Demos that wait a varying while look alike until they move: the policy reads how long the
     episode has run (its own step count at control_hz), and reset starts the clock again."""
-    cfg = PolicyConfig(use_image=False, use_egg_state=True, use_language=False, hidden=32, execute=4)
+    cfg = PolicyConfig(use_language=False, hidden=32, execute=4, predict_end=False)
     policy = VLAPolicy(cfg)
     seen = []
     original = policy.predict
@@ -537,7 +561,7 @@ def test_act_feeds_the_episode_time_it_counts_itself():
 def test_a_pickled_policy_leaves_the_language_model_behind_and_keeps_its_cache():
     import pickle
 
-    policy = VLAPolicy(PolicyConfig(use_image=False, use_egg_state=True, hidden=32))
+    policy = VLAPolicy(PolicyConfig(hidden=32, execute=4, predict_end=False))
     policy.encode_language([SCOOP])
     blob = pickle.dumps(policy)
     assert len(blob) < 5_000_000  # the MiniLM weights (~90 MB) are not in it
