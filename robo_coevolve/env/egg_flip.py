@@ -43,6 +43,7 @@ Rewards (``reward_type``, gymnasium-robotics' name):
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,6 +65,7 @@ from robo_coevolve.task_spec import INSTRUCTION_CHARSET, MAX_INSTRUCTION_LENGTH,
 # centre), quaternion, linear (m/s) and angular velocity (rad/s).
 SPATULA_SPEED_LIMIT = np.array([10.0, 10.0, 10.0, 100.0, 100.0], np.float32)
 EGG_STATE_LIMIT = np.array([2.0] * 3 + [1.0] * 4 + [20.0] * 3 + [200.0] * 3, np.float32)
+PROPRIO_SIZE = 15  # spatula pose, velocity and command, 5 each
 INSTRUCTION_MODES = ("index", "text")
 REWARD_TYPES = ("sparse", "dense")
 
@@ -169,6 +171,10 @@ class EggFlipEnv(gym.Env):
         # against the float32 ones does, without its per-call cost.
         self._proprio_clip = tuple(b.astype(np.float64) for b in self._proprio_bounds)
         self._egg_clip = (-EGG_STATE_LIMIT.astype(np.float64), EGG_STATE_LIMIT.astype(np.float64))
+        self._state_clip = tuple(
+            np.concatenate([proprio, egg]) if privileged else proprio
+            for proprio, egg in zip(self._proprio_clip, self._egg_clip, strict=True)
+        )
         obs: dict[str, spaces.Space] = {"proprio": spaces.Box(*self._proprio_bounds, dtype=np.float32)}
         if instruction == "text":
             obs["instruction"] = spaces.Text(MAX_INSTRUCTION_LENGTH, charset=INSTRUCTION_CHARSET)
@@ -232,15 +238,15 @@ class EggFlipEnv(gym.Env):
         model, d, rows, disturbance = p.model, p.data, self._substep_rows, self._disturbance
         # action_to_pose of the clipped action, in plain Python on five numbers (the same float64
         # arithmetic without the cost of a numpy call per operation).
-        d.ctrl[:] = [
-            low + (min(max(v, -1.0), 1.0) + 1.0) * 0.5 * span
-            for v, low, span in zip(values, self._ctrl_low_list, self._ctrl_span_list, strict=True)
-        ]
-        for k in range(self.substeps):
+        ctrl, low, span = self._ctrl, self._ctrl_low_list, self._ctrl_span_list
+        for i, v in enumerate(values):
+            ctrl[i] = low[i] + (min(max(v, -1.0), 1.0) + 1.0) * 0.5 * span[i]
+        sensordata, step = self._sensordata, mujoco.mj_step
+        for substep_row in self._substep_views:
             if disturbance is not None:
                 p.set_push(disturbance.force if disturbance.active(d.time) else (0, 0))
-            mujoco.mj_step(model, d)
-            rows[k] = d.sensordata
+            step(model, d)
+            substep_row[...] = sensordata
         # Once per control step: MuJoCo's warning counters accumulate and a NaN stays NaN.
         if self._unstable():
             rows[:] = np.nan
@@ -250,8 +256,7 @@ class EggFlipEnv(gym.Env):
         self._rows.append(row)
         self._steps += 1
 
-        values = row.tolist()
-        force, on_blade, on_pan, on_burner, on_floor, height = (values[c] for c in self._step_columns)
+        force, on_blade, on_pan, on_burner, on_floor, height = self._step_values(row.tolist())
         force = force if math.isfinite(force) else math.inf
         if force > self._peak_force:  # integrity only changes with a new peak
             self._peak_force = force
@@ -368,20 +373,25 @@ class EggFlipEnv(gym.Env):
         p = self.physics
         m = p.model
         self._substep_rows = np.zeros((self.substeps, m.nsensordata))
+        self._substep_views = list(self._substep_rows)  # one view per substep, made once
         layout = p.sensor_slices
         self._sensor_columns = {name: s.start for name, s in layout.items()}
         # The sensors whose control-step value is their peak over the substeps (reduce_substeps).
         self._peak_mask = np.zeros(m.nsensordata, bool)
         for name in PEAK_SENSORS:
             self._peak_mask[layout[name]] = True
-        self._step_columns = [
+        self._step_values = operator.itemgetter(
             *p.sensor_columns("egg_touch", "egg_on_blade", "egg_on_pan", "egg_on_burner", "egg_on_floor"),
             layout["egg_pos"].start + 2,  # the egg's height
-        ]
+        )
         egg = ("egg_pos", "egg_quat", "egg_linvel", "egg_angvel")  # the ``egg_state`` layout
         self._egg_columns = np.concatenate([np.arange(layout[n].start, layout[n].stop) for n in egg])
         self._spatula_qpos, self._spatula_qvel = _as_slice(p.spatula_qpos), _as_slice(p.spatula_qvel)
         self._zero_nq, self._zero_nv = np.zeros(m.nq), np.zeros(m.nv)
+        # Views of MjData's arrays, made once (each attribute access makes a new one).
+        d = p.data
+        self._qpos, self._qvel, self._ctrl, self._sensordata = d.qpos, d.qvel, d.ctrl, d.sensordata
+        self._warnings = d.warning.number
 
     @staticmethod
     def _instruction_of(task: TaskSpec) -> np.ndarray:
@@ -417,29 +427,32 @@ class EggFlipEnv(gym.Env):
     def _unstable(self) -> bool:
         """``physics.diverged()`` with fewer numpy calls: an instability warning, or a non-finite
         qpos or qvel (a dot product with zeros is NaN exactly when a value is not finite)."""
-        d = self.physics.data
-        warnings = d.warning.number
+        warnings = self._warnings
         bad = warnings[_BADQPOS] or warnings[_BADQVEL] or warnings[_BADQACC]
-        return bool(bad) or not math.isfinite(d.qpos.dot(self._zero_nq) + d.qvel.dot(self._zero_nv))
+        return bool(bad) or not math.isfinite(self._qpos.dot(self._zero_nq) + self._qvel.dot(self._zero_nv))
 
     def _observation(self, row: np.ndarray | None = None) -> dict[str, Any]:
         """The observation of the current state; ``row``: this step's sensor row (where the egg
         state is read; from the live sensors when None or after a divergence)."""
         p = self.physics
-        d = p.data
-        obs: dict[str, Any] = {
-            "proprio": self.proprio(d.qpos[self._spatula_qpos], d.qvel[self._spatula_qvel], d.ctrl),
-            "instruction": (
-                self.task.instruction if self.instruction == "text" else self._instruction_obs.copy()
-            ),
-        }
-        if self.privileged:
-            if row is None or self._diverged:
+        pose, velocity, command = self._qpos[self._spatula_qpos], self._qvel[self._spatula_qvel], self._ctrl
+        if row is not None and not self._diverged:
+            # A live step, where every value is finite (step checked): ``proprio`` and ``egg`` are
+            # clipped into their bounds and cast in one pass.
+            parts = (pose, velocity, command, *((row[self._egg_columns],) if self.privileged else ()))
+            low, high = self._state_clip
+            state = np.minimum(np.maximum(np.concatenate(parts), low), high).astype(np.float32)
+            obs: dict[str, Any] = {"proprio": state[:PROPRIO_SIZE]}
+            if self.privileged:
+                obs["egg"] = state[PROPRIO_SIZE:]
+        else:
+            obs = {"proprio": self.proprio(pose, velocity, command)}
+            if self.privileged:
+                low, high = self._egg_clip
                 egg = np.nan_to_num(p.egg_state()) if self._diverged else p.egg_state()
-            else:
-                egg = row[self._egg_columns]
-            low, high = self._egg_clip
-            obs["egg"] = np.minimum(np.maximum(egg, low), high).astype(np.float32)
+                obs["egg"] = np.minimum(np.maximum(egg, low), high).astype(np.float32)
+        text = self.instruction == "text"
+        obs["instruction"] = self.task.instruction if text else self._instruction_obs.copy()
         if self.image_size:
             if self._policy_camera is None:
                 self._policy_camera = SceneRenderer(p.model, self.image_size, self.image_size, "policy")

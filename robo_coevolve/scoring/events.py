@@ -51,6 +51,12 @@ def fell(on_floor, height, thresholds: Thresholds):
     return (on_floor > 0) | (height < -thresholds.fall_depth)
 
 
+def _numbers(x: np.ndarray, all_finite: bool, nan: float = 0.0) -> np.ndarray:
+    """``np.nan_to_num(x, nan=nan)``, or a plain copy where the record is known to be finite (the
+    usual case, where nan_to_num changes nothing and would cost most of ``step_events``)."""
+    return np.array(x) if all_finite else np.nan_to_num(x, nan=nan)
+
+
 def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[str, np.ndarray]:
     """Boolean and scalar events per step, each a (T,) array.
 
@@ -68,7 +74,8 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
     - ``finite``: the state was a number; ``phase``: index into ``PHASES``.
     """
     finite = np.isfinite(np.concatenate([v.reshape(len(v), -1) for v in record.values()], axis=1)).all(1)
-    pos = np.nan_to_num(record["egg_pos"])
+    all_finite = bool(finite.all())
+    pos = _numbers(record["egg_pos"], all_finite)
     height = pos[:, 2]
     on_blade = record["egg_on_blade"][:, 0] > 0
     on_pan = record["egg_on_pan"][:, 0] > 0
@@ -76,13 +83,14 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
     on_burner = record["egg_on_burner"][:, 0] > 0
     blade_only = on_blade & ~on_pan & ~on_floor & ~on_burner
     support_velocity = np.where(on_blade[:, None], record["blade_linvel"], 0.0)
-    speed = np.linalg.norm(np.nan_to_num(record["egg_linvel"] - support_velocity), axis=1)
-    spin = np.linalg.norm(np.nan_to_num(record["egg_angvel"]), axis=1)
+    speed = np.linalg.norm(_numbers(record["egg_linvel"] - support_velocity, all_finite), axis=1)
+    spin = np.linalg.norm(_numbers(record["egg_angvel"], all_finite), axis=1)
     in_air = ~(on_blade | on_pan | on_floor | on_burner)
     force = record["egg_touch"][:, 0]
-    support_xy = np.where(on_blade[:, None], np.nan_to_num(record["blade_pos"][:, :2]), 0.0)
+    support_xy = np.where(on_blade[:, None], _numbers(record["blade_pos"][:, :2], all_finite), 0.0)
     off_centre = np.linalg.norm(pos[:, :2] - support_xy, axis=1)
 
+    up_z = _numbers(record["egg_up"][:, 2], all_finite, nan=1.0)
     phase = phase_index(on_blade, on_pan, on_burner, on_floor, finite)
     return {
         "height": height,
@@ -92,8 +100,8 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
         "on_burner": on_burner,
         "blade_only": blade_only,
         "lifted": height > thresholds.lift_height,
-        "up_z": np.nan_to_num(record["egg_up"][:, 2], nan=1.0),
-        "upside_down": np.nan_to_num(record["egg_up"][:, 2], nan=1.0) < thresholds.upside_down_z,
+        "up_z": up_z,
+        "upside_down": up_z < thresholds.upside_down_z,
         "resting": (speed < thresholds.rest_speed) & (spin < thresholds.rest_spin),
         "in_air": in_air,
         "force": force,
