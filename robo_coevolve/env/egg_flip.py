@@ -308,7 +308,9 @@ class EggFlipEnv(gym.Env):
         pose(s), (..., 5) each in SI: (..., 15) float32, non-finite values zeroed, clipped into
         the observation space (used for live steps and for records made outside the env)."""
         proprio = np.concatenate([pose, velocity, command], axis=-1, dtype=np.float64)
-        if not math.isfinite(proprio.sum()):  # (nan_to_num leaves a sum that overflowed unchanged)
+        # One sum instead of an isfinite per value: a sum of finite values that overflows only runs
+        # nan_to_num, which leaves finite values as they are.
+        if not math.isfinite(proprio.sum()):
             proprio = np.nan_to_num(proprio)
         low, high = self._proprio_clip
         return np.minimum(np.maximum(proprio, low), high).astype(np.float32)

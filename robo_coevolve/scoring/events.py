@@ -135,7 +135,7 @@ def row_events(row: np.ndarray, columns: dict[str, int], thresholds: Thresholds)
     height = r[pos + 2]
     on_blade = r[c["egg_on_blade"]] > 0
     on_pan = r[c["egg_on_pan"]] > 0
-    on_floor = bool(r[c["egg_on_floor"]] > 0 or height < -thresholds.fall_depth)
+    on_floor = bool(fell(r[c["egg_on_floor"]], height, thresholds))
     on_burner = r[c["egg_on_burner"]] > 0
     support = [r[blade_lin + i] for i in range(3)] if on_blade else [0.0, 0.0, 0.0]
     speed = _norm3([r[lin + i] - support[i] for i in range(3)])

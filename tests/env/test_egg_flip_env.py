@@ -39,6 +39,8 @@ CHECK_ENV_CASES = [
     *[(skill, {"image_size": 32, "point_cloud": 64}) for skill in SKILLS],
     ("flip", {"render_mode": "rgb_array"}),
     ("scoop", {"privileged": False}),
+    ("flip", {"instruction": "text"}),
+    ("catch", {"reward_type": "dense"}),
 ]
 
 
