@@ -258,9 +258,11 @@ class EggFlipEnv(gym.Env):
 
         force, on_blade, on_pan, on_burner, on_floor, height = self._step_values(row.tolist())
         force = force if math.isfinite(force) else math.inf
-        if force > self._peak_force:  # integrity only changes with a new peak
+        # Integrity only changes with a new peak above the crack force.
+        if force > self._peak_force:
             self._peak_force = force
-            self._integrity = float(integrity_from_peak(force, self.scorer.thresholds))
+            if force > self.scorer.thresholds.crack_force:
+                self._integrity = float(integrity_from_peak(force, self.scorer.thresholds))
         on_floor = bool(fell(on_floor, height, self.scorer.thresholds))
         terminated = self._diverged or on_floor
         truncated = not terminated and self._steps >= self.horizon_steps
