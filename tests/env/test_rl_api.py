@@ -18,8 +18,6 @@ from robo_coevolve.scoring import Thresholds
 from robo_coevolve.scoring.events import PHASES, phase_index, row_events, step_events
 from robo_coevolve.scoring.progress import ProgressTracker, progress
 
-sb3_env_checker = pytest.importorskip("stable_baselines3.common.env_checker")
-
 ALL_IDS = [ENV_ID, *SKILL_ENV_IDS.values()]
 
 
@@ -42,6 +40,7 @@ def test_every_skill_has_its_id():
 @pytest.mark.parametrize("reward_type", ["sparse", "dense"])
 @pytest.mark.parametrize("env_id", ALL_IDS)
 def test_env_checkers_take_the_env_as_made(env_id, reward_type):
+    sb3_env_checker = pytest.importorskip("stable_baselines3.common.env_checker")  # the rl extra
     kwargs = {} if reward_type == "sparse" else {"reward_type": "dense"}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -80,7 +79,7 @@ def test_make_vec_steps_a_batch():
 
 
 def test_ppo_learns_on_the_env_as_made():
-    ppo = pytest.importorskip("stable_baselines3").PPO
+    ppo = pytest.importorskip("stable_baselines3").PPO  # the rl extra
     env = gymnasium.make(SKILL_ENV_IDS["scoop"])
     model = ppo("MultiInputPolicy", env, n_steps=128, batch_size=64, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=256)
