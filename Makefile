@@ -19,7 +19,7 @@ system:
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,ray,export]'  # tests run Ray, ONNX
+	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,ray,export,rl]'  # tests run Ray, ONNX, SB3
 	@touch $@
 
 run: setup

@@ -8,13 +8,20 @@ any machine even when the absolute numbers do not:
    data)`` called from a Python loop on the same model, from the same initial state, with the same
    controls held for ``substeps`` steps each ("physics fraction" = env / raw), and against
    ``mujoco.mj_step(model, data, nstep=substeps)`` (the loop in C).
-2. Policy-frame renders/s with the fast settings (``pretty=False``) against the pretty ones at the same
+2. The same with uniform random actions and the default observation, for each skill's id
+   (``robo_coevolve/Scoop-v0``, ...) and, measured the same way in the same run, gymnasium's
+   ``HalfCheetah-v5`` and ``Ant-v5``: ``env.step()`` (of the unwrapped env, resets not timed) against
+   ``mj_step`` replaying the controls the env wrote, ``frame_skip``/``substeps`` steps each.
+3. Policy-frame renders/s with the fast settings (``pretty=False``) against the pretty ones at the same
    size, and the env's full ``step()`` with ``image_size=64`` against the same env without an image.
 
 Measurements that are compared are interleaved in rounds (A, B, A, B, ...) and each figure is the
 median over its rounds, so that a slow moment of a shared machine does not land on one side only.
+Physics figures count the CPU time of the benchmark's thread by default (``--clock cpu``: other
+processes on a shared machine then do not count); rendering, which runs in the GL driver's threads,
+counts wall time.
 
-    python benchmarks/env_throughput.py [--seconds 1.5] [--rounds 3] [--json results.json]
+    python benchmarks/env_throughput.py [--seconds 1.5] [--rounds 3] [--clock cpu] [--json results.json]
 """
 
 from __future__ import annotations
@@ -32,38 +39,54 @@ from datetime import UTC, datetime
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+import gymnasium  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-from robo_coevolve import SKILLS  # noqa: E402
+from robo_coevolve import SKILL_ENV_IDS, SKILLS  # noqa: E402
 from robo_coevolve.env.egg_flip import EggFlipEnv  # noqa: E402
 from robo_coevolve.env.rendering import SceneRenderer  # noqa: E402
 from robo_coevolve.motion.scripted import MOTIONS  # noqa: E402
 
-# A unit of work: does something and returns how many items (control steps, frames) it did.
-Unit = Callable[[], int]
+# A unit of work: does something and returns how many items (control steps, frames) it did, or
+# (items, seconds) when it times only part of what it does.
+Unit = Callable[[], int | tuple[int, float]]
+CLOCKS = {"cpu": time.thread_time, "wall": time.perf_counter}
+# The clock of the physics measurements (``--clock``); rendering always counts wall time.
+physics_clock: Callable[[], float] = CLOCKS["cpu"]
 
 
 # ---------------------------------------------------------------------------------------- timing
-def _rate(unit: Unit, seconds: float) -> float:
+def _rate(unit: Unit, seconds: float, clock: Callable[[], float]) -> float:
     """Items/s of ``unit`` run back to back for about ``seconds`` (at least once)."""
     count, elapsed = 0, 0.0
     while elapsed < seconds or count == 0:
-        start = time.perf_counter()
-        count += unit()
-        elapsed += time.perf_counter() - start
+        start = clock()
+        done = unit()
+        took = clock() - start
+        items, took = done if isinstance(done, tuple) else (done, took)
+        count += items
+        elapsed += took
     return count / elapsed
 
 
-def measure(units: dict[str, Unit], seconds: float, rounds: int, warmup: float) -> dict[str, float]:
-    """Median items/s of each unit over ``rounds`` interleaved rounds of ``seconds / rounds`` each."""
+def measure(
+    units: dict[str, Unit],
+    seconds: float,
+    rounds: int,
+    warmup: float,
+    clock: Callable[[], float] | None = None,
+) -> dict[str, float]:
+    """Median items/s of each unit over ``rounds`` interleaved rounds of ``seconds / rounds`` each
+    (``clock``: default the physics clock)."""
+    clock = clock or physics_clock
     for unit in units.values():
-        _rate(unit, warmup)
+        _rate(unit, warmup, clock)
     per_round = seconds / rounds
     rates: dict[str, list[float]] = {name: [] for name in units}
     for _ in range(rounds):
         for name, unit in units.items():
-            rates[name].append(_rate(unit, per_round))
+            rates[name].append(_rate(unit, per_round, clock))
     return {name: statistics.median(r) for name, r in rates.items()}
 
 
@@ -186,6 +209,105 @@ def bench_physics(skill: str, seed: int, seconds: float, rounds: int, warmup: fl
     return result
 
 
+class RandomRun:
+    """A MuJoCo env stepped with uniform random actions from one start state, and raw ``mj_step``
+    replaying the controls the env wrote (``substeps`` physics steps each) from the same state."""
+
+    def __init__(self, name: str, seed: int, steps: int):
+        self.name = name
+        self.env = gymnasium.make(name).unwrapped
+        self.env.reset(seed=seed)
+        ours = isinstance(self.env, EggFlipEnv)
+        self.model, self.data = (
+            (self.env.physics.model, self.env.physics.data) if ours else (self.env.model, self.env.data)
+        )
+        self.substeps = self.env.substeps if ours else self.env.frame_skip
+        if ours and self.env.disturbance is not None:
+            raise ValueError(f"{name}: the random-action run expects a task without a push")
+        self.state = self._get_state()
+        space = self.env.action_space
+        self.actions = np.random.default_rng(seed).uniform(space.low, space.high, (steps, *space.shape))
+        self.actions = self.actions.astype(space.dtype)
+        self._restore()
+        ctrls = []
+        for action in self.actions:
+            _, _, terminated, truncated, _ = self.env.step(action)
+            ctrls.append(self.data.ctrl.copy())
+            if terminated or truncated:
+                break
+        self.steps = len(ctrls)
+        self.ctrls = np.array(ctrls)
+
+    def _get_state(self) -> np.ndarray:
+        state = np.empty(mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_INTEGRATION))
+        mujoco.mj_getState(self.model, self.data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
+        return state
+
+    def _restore(self) -> None:
+        if isinstance(self.env, EggFlipEnv):
+            self.env.reset_to_state(self.state)
+        else:
+            mujoco.mj_setState(self.model, self.data, self.state, mujoco.mjtState.mjSTATE_INTEGRATION)
+            mujoco.mj_forward(self.model, self.data)
+
+    def env_episode(self) -> tuple[int, float]:
+        self._restore()
+        step = self.env.step
+        start = physics_clock()
+        for action in self.actions[: self.steps]:
+            step(action)
+        return self.steps, physics_clock() - start
+
+    def raw_python_episode(self) -> tuple[int, float]:
+        self._restore()
+        model, data, substeps, step = self.model, self.data, self.substeps, mujoco.mj_step
+        start = physics_clock()
+        for ctrl in self.ctrls:
+            data.ctrl[:] = ctrl
+            for _ in range(substeps):
+                step(model, data)
+        return self.steps, physics_clock() - start
+
+    def raw_c_episode(self) -> tuple[int, float]:
+        self._restore()
+        model, data, substeps, step = self.model, self.data, self.substeps, mujoco.mj_step
+        start = physics_clock()
+        for ctrl in self.ctrls:
+            data.ctrl[:] = ctrl
+            step(model, data, nstep=substeps)
+        return self.steps, physics_clock() - start
+
+    def close(self) -> None:
+        self.env.close()
+
+
+# Gymnasium's own MuJoCo envs, measured beside ours the same way.
+REFERENCE_ENVS = ("HalfCheetah-v5", "Ant-v5")
+
+
+def bench_random(name: str, seed: int, steps: int, seconds: float, rounds: int, warmup: float) -> dict:
+    run = RandomRun(name, seed, steps)
+    rates = measure(
+        {"env": run.env_episode, "raw_python": run.raw_python_episode, "raw_c": run.raw_c_episode},
+        seconds,
+        rounds,
+        warmup,
+    )
+    run.close()
+    return {
+        "env_id": name,
+        "substeps": run.substeps,
+        "control_steps_per_episode": run.steps,
+        "env_control_steps_per_s": rates["env"],
+        "env_physics_steps_per_s": rates["env"] * run.substeps,
+        "raw_python_physics_steps_per_s": rates["raw_python"] * run.substeps,
+        "raw_c_physics_steps_per_s": rates["raw_c"] * run.substeps,
+        "physics_fraction_vs_python_loop": rates["env"] / rates["raw_python"],
+        "physics_fraction_vs_c_loop": rates["env"] / rates["raw_c"],
+        "env_overhead_us_per_control_step": 1e6 / rates["env"] - 1e6 / rates["raw_python"],
+    }
+
+
 # ---------------------------------------------------------------------------------------- rendering
 def _mid_episode_data(run: SkillRun) -> mujoco.MjData:
     """The state halfway through the scripted episode (blade near the egg), to render."""
@@ -210,7 +332,9 @@ def bench_render(size: int, seed: int, seconds: float, rounds: int, warmup: floa
 
         return unit
 
-    rates = measure({"fast": frame(fast), "pretty": frame(pretty)}, seconds, rounds, warmup)
+    rates = measure(
+        {"fast": frame(fast), "pretty": frame(pretty)}, seconds, rounds, warmup, time.perf_counter
+    )
     fast.close()
     pretty.close()
     run.close()
@@ -225,7 +349,13 @@ def bench_render(size: int, seed: int, seconds: float, rounds: int, warmup: floa
 def bench_env_image(size: int, seed: int, seconds: float, rounds: int, warmup: float) -> dict:
     plain = SkillRun("scoop", seed)
     image = SkillRun("scoop", seed, image_size=size)
-    rates = measure({"no_image": plain.env_episode, "image": image.env_episode}, seconds, rounds, warmup)
+    rates = measure(
+        {"no_image": plain.env_episode, "image": image.env_episode},
+        seconds,
+        rounds,
+        warmup,
+        time.perf_counter,
+    )
     plain.close()
     image.close()
     return {
@@ -275,7 +405,8 @@ def report(results: dict) -> str:
     out = [
         f"machine: {m['cpu']}, nproc={m['nproc']}, python {m['python']}, mujoco {m['mujoco']}, "
         f"MUJOCO_GL={m['mujoco_gl']}, {m['date']}",
-        f"budget: {results['seconds']} s per measurement in {results['rounds']} interleaved rounds (median)",
+        f"budget: {results['seconds']} s per measurement in {results['rounds']} interleaved rounds (median); "
+        f"physics clock: {results['clock']}",
         "",
         "Physics: env.step() with the scripted motion vs raw mj_step on the same model and controls",
     ]
@@ -310,6 +441,41 @@ def report(results: dict) -> str:
                 "env overhead/ctrl step",
                 "same traj",
                 "solved",
+            ],
+            rows,
+        )
+    )
+    out += [
+        "",
+        "Physics: env.step() with uniform random actions and the default observation vs raw mj_step "
+        "replaying the env's controls, ours beside gymnasium's",
+    ]
+    rows = [
+        [
+            r["env_id"],
+            str(r["substeps"]),
+            f"{r['env_control_steps_per_s']:,.0f}",
+            _k(r["env_physics_steps_per_s"]),
+            _k(r["raw_python_physics_steps_per_s"]),
+            _k(r["raw_c_physics_steps_per_s"]),
+            f"{r['physics_fraction_vs_python_loop']:.0%}",
+            f"{r['physics_fraction_vs_c_loop']:.0%}",
+            f"{r['env_overhead_us_per_control_step']:,.1f} us",
+        ]
+        for r in results["random"]
+    ]
+    out.append(
+        _table(
+            [
+                "env",
+                "substeps",
+                "env ctrl steps/s",
+                "env phys steps/s",
+                "raw py-loop steps/s",
+                "raw nstep steps/s",
+                "fraction vs py-loop",
+                "fraction vs nstep",
+                "env overhead/ctrl step",
             ],
             rows,
         )
@@ -353,17 +519,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", nargs="+", type=int, default=[64, 128], help="render sizes, pixels")
     parser.add_argument("--image-size", type=int, default=64, help="image_size of the env-with-image run")
     parser.add_argument("--seed", type=int, default=0, help="reset seed of the initial states")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="what physics figures count")
+    parser.add_argument(
+        "--random-steps", type=int, default=150, help="control steps of a random-action episode"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON here")
     args = parser.parse_args(argv)
-    if args.seconds <= 0 or args.rounds < 1:
-        parser.error("--seconds must be > 0 and --rounds >= 1")
+    if args.seconds <= 0 or args.rounds < 1 or args.random_steps < 1:
+        parser.error("--seconds must be > 0, --rounds >= 1 and --random-steps >= 1")
 
+    global physics_clock
+    physics_clock = CLOCKS[args.clock]
     start = time.perf_counter()
+    random_ids = [SKILL_ENV_IDS[s] for s in args.skills] + list(REFERENCE_ENVS)
     results = {
         "machine": machine(),
         "seconds": args.seconds,
         "rounds": args.rounds,
+        "clock": args.clock,
         "physics": [bench_physics(s, args.seed, args.seconds, args.rounds, args.warmup) for s in args.skills],
+        "random": [
+            bench_random(name, args.seed, args.random_steps, args.seconds, args.rounds, args.warmup)
+            for name in random_ids
+        ],
         "render": [bench_render(n, args.seed, args.seconds, args.rounds, args.warmup) for n in args.sizes],
         "env_image": bench_env_image(args.image_size, args.seed, args.seconds, args.rounds, args.warmup),
     }

@@ -1,25 +1,49 @@
-"""EggFlipEnv: the gymnasium environment of the egg-flip kitchen (``robo_coevolve/EggFlip-v0``).
+"""EggFlipEnv: the gymnasium environment of the egg-flip kitchen.
+
+Registered as ``robo_coevolve/EggFlip-v0`` (any skill, ``skill=`` picks it) and as one id per
+skill, ``robo_coevolve/Scoop-v0``, ``Flip-v0``, ``Catch-v0`` (see ``robo_coevolve.register_envs``).
 
 Actions are absolute spatula targets (x, y, z, pitch, roll), normalised to [-1, 1] over the
 spatula's reach (``pose_to_action`` / ``action_to_pose`` convert from and to m and rad from the pan
 surface centre), held for one control period while MuJoCo integrates ``substeps`` physics steps.
-The observation is a ``Dict``:
+The observation is a ``Dict`` of arrays, as RL libraries take it:
 
 - ``proprio`` (15,) float32: spatula pose, its velocity, and the previous command as a pose (SI);
 - ``egg`` (13,) float32, privileged (``privileged=False`` drops it): egg position from the pan
   centre, quaternion, linear and angular velocity;
 - ``image`` (H, W, 3) uint8, when ``image_size`` is set: the ``policy`` camera, fast settings;
 - ``points`` (N, 3) float32, when ``point_cloud`` is set: depth points in the pan frame;
-- ``instruction``: the task's instruction text.
+- ``instruction``: with ``instruction="index"`` (the default) the task's skill one-hot over
+  ``SKILLS`` (float32); with ``instruction="text"`` the instruction text (a ``spaces.Text``, for
+  the project's language-conditioned policies). ``info["instruction"]`` always holds the text.
 
-The reward is the scorer's verdict, paid once at the end of the episode (1 for success). The
-episode terminates early when the egg falls off the pan (touches the floor or drops below the
-pan, see ``Thresholds.fall_depth``) or the simulation diverges, and truncates
-at the task's horizon. ``info["outcome"]`` holds the scorer's ``Outcome`` on the last step.
+The episode terminates early when the egg falls off the pan (touches the floor or drops below the
+pan, see ``Thresholds.fall_depth``) or the simulation diverges, and truncates at the task's
+horizon. ``info["outcome"]`` holds the scorer's ``Outcome`` on the last step.
+
+Rewards (``reward_type``, gymnasium-robotics' name):
+
+- ``"sparse"`` (the default): 1 on the last step of a successful episode, else 0;
+- ``"dense"``: the sparse reward plus potential-based shaping (Ng, Harada and Russell 1999),
+  ``gamma * Phi(s') - Phi(s)``, with ``info["potential"]`` = Phi(s') and ``info["shaping"]``.
+  Phi is the scorer's progress of the episode so far (``scoring.progress``, kept step by step
+  by a ``ProgressTracker``): the progress a failure ending now would be graded with, in [0, 1].
+  Its terms: scoop: the blade alone ever held the egg, how high it lifted it, and how much of
+  the last ``hold_time`` the egg spent lifted on the blade, and resting there; flip: how far the
+  egg ever turned over, and how much of the last ``hold_time`` it spent upside down, and
+  resting; catch: the blade held the egg before it touched the pan, it has not touched the pan,
+  and the end window as for scoop. A fallen egg cuts Phi to a fifth, a cracked one by its
+  integrity, a diverged simulation to 0: the terms credit each step towards the success
+  predicate as it happens instead of at the end. Phi is 0 at the start and after the last
+  step (the absorbing state), so the shaping of an episode sums to 0 with ``gamma=1`` and an
+  episode's discounted return is its sparse one: the optimal policy and what counts as success
+  are the sparse reward's. ``gamma`` should be the learner's discount.
 """
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,17 +53,36 @@ import numpy as np
 from gymnasium import spaces
 
 from robo_coevolve.env.initial_state import Disturbance, sample_initial_state
-from robo_coevolve.env.physics import EggFlipPhysics
+from robo_coevolve.env.physics import PEAK_SENSORS, EggFlipPhysics
 from robo_coevolve.env.rendering import SceneRenderer
 from robo_coevolve.scoring import PHASES, Outcome, Scorer, Thresholds
-from robo_coevolve.scoring.events import fell, phase_index
+from robo_coevolve.scoring.events import fell, phase_index, row_events
 from robo_coevolve.scoring.integrity import integrity_from_peak
-from robo_coevolve.task_spec import INSTRUCTION_CHARSET, MAX_INSTRUCTION_LENGTH, TaskSpec
+from robo_coevolve.scoring.progress import ProgressTracker
+from robo_coevolve.task_spec import INSTRUCTION_CHARSET, MAX_INSTRUCTION_LENGTH, SKILLS, TaskSpec
 
 # Observation bounds: spatula speeds (m/s, rad/s) and the egg state's position (m from the pan
 # centre), quaternion, linear (m/s) and angular velocity (rad/s).
 SPATULA_SPEED_LIMIT = np.array([10.0, 10.0, 10.0, 100.0, 100.0], np.float32)
 EGG_STATE_LIMIT = np.array([2.0] * 3 + [1.0] * 4 + [20.0] * 3 + [200.0] * 3, np.float32)
+PROPRIO_SIZE = 15  # spatula pose, velocity and command, 5 each
+INSTRUCTION_MODES = ("index", "text")
+REWARD_TYPES = ("sparse", "dense")
+
+
+_BADQPOS, _BADQVEL, _BADQACC = (
+    int(mujoco.mjtWarning.mjWARN_BADQPOS),
+    int(mujoco.mjtWarning.mjWARN_BADQVEL),
+    int(mujoco.mjtWarning.mjWARN_BADQACC),
+)
+
+
+def _as_slice(index: np.ndarray) -> slice | np.ndarray:
+    """A run of consecutive indices as a slice (a view, cheaper than fancy indexing), else itself."""
+    index = np.asarray(index)
+    if len(index) and np.array_equal(index, np.arange(index[0], index[0] + len(index))):
+        return slice(int(index[0]), int(index[0]) + len(index))
+    return index
 
 
 class EggFlipEnv(gym.Env):
@@ -55,6 +98,9 @@ class EggFlipEnv(gym.Env):
         render_mode: None or "rgb_array" (``render()`` returns a pretty overview frame).
         render_size: (width, height) of ``render()`` frames.
         thresholds: scoring thresholds.
+        instruction: "index" (the skill one-hot) or "text" (the instruction string).
+        reward_type: "sparse" or "dense" (shaped; see the module docstring).
+        gamma: the discount of the dense reward's shaping (the learner's), in (0, 1].
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
@@ -71,9 +117,18 @@ class EggFlipEnv(gym.Env):
         render_size: tuple[int, int] = (480, 360),
         render_camera: str = "overview",
         thresholds: Thresholds | dict | None = None,
+        instruction: str = "index",
+        reward_type: str = "sparse",
+        gamma: float = 0.99,
     ):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r}: only None and 'rgb_array' exist")
+        if instruction not in INSTRUCTION_MODES:
+            raise ValueError(f"instruction={instruction!r}: choose one of {', '.join(INSTRUCTION_MODES)}")
+        if reward_type not in REWARD_TYPES:
+            raise ValueError(f"reward_type={reward_type!r}: choose one of {', '.join(REWARD_TYPES)}")
+        if not 0.0 < gamma <= 1.0:
+            raise ValueError(f"gamma={gamma} must lie in (0, 1]: set it to the learner's discount")
         self.task = self._as_task(task, skill)
         self.physics = EggFlipPhysics(self.task)
         timestep = self.physics.model.opt.timestep
@@ -88,6 +143,9 @@ class EggFlipEnv(gym.Env):
         if isinstance(thresholds, Mapping):
             thresholds = Thresholds(**thresholds)
         self.scorer = Scorer(self.control_dt, thresholds)
+        self.instruction = instruction
+        self.reward_type = reward_type
+        self.gamma = float(gamma)
         self.privileged = privileged
         self.image_size = image_size
         self.point_cloud = point_cloud
@@ -102,14 +160,26 @@ class EggFlipEnv(gym.Env):
         # Finite physical bounds; observations are clipped into them (they only bind when the
         # simulation blows up).
         low, high = self.physics.ctrl_low, self.physics.ctrl_high
+        self._ctrl_low = low.astype(np.float64)
+        self._ctrl_span = high.astype(np.float64) - self._ctrl_low
+        self._ctrl_low_list, self._ctrl_span_list = self._ctrl_low.tolist(), self._ctrl_span.tolist()
         self._proprio_bounds = (
             np.concatenate([low - 0.1, -SPATULA_SPEED_LIMIT, low]).astype(np.float32),
             np.concatenate([high + 0.1, SPATULA_SPEED_LIMIT, high]).astype(np.float32),
         )
-        obs: dict[str, spaces.Space] = {
-            "proprio": spaces.Box(*self._proprio_bounds, dtype=np.float32),
-            "instruction": spaces.Text(MAX_INSTRUCTION_LENGTH, charset=INSTRUCTION_CHARSET),
-        }
+        # The same bounds in float64: clipping a float64 observation against them is what np.clip
+        # against the float32 ones does, without its per-call cost.
+        self._proprio_clip = tuple(b.astype(np.float64) for b in self._proprio_bounds)
+        self._egg_clip = (-EGG_STATE_LIMIT.astype(np.float64), EGG_STATE_LIMIT.astype(np.float64))
+        self._state_clip = tuple(
+            np.concatenate([proprio, egg]) if privileged else proprio
+            for proprio, egg in zip(self._proprio_clip, self._egg_clip, strict=True)
+        )
+        obs: dict[str, spaces.Space] = {"proprio": spaces.Box(*self._proprio_bounds, dtype=np.float32)}
+        if instruction == "text":
+            obs["instruction"] = spaces.Text(MAX_INSTRUCTION_LENGTH, charset=INSTRUCTION_CHARSET)
+        else:
+            obs["instruction"] = spaces.Box(0.0, 1.0, (len(SKILLS),), np.float32)
         if privileged:
             obs["egg"] = spaces.Box(-EGG_STATE_LIMIT, EGG_STATE_LIMIT, dtype=np.float32)
         if image_size:
@@ -125,11 +195,11 @@ class EggFlipEnv(gym.Env):
         self.observation_space = spaces.Dict(obs)
 
         self._rows: list[np.ndarray] = []
-        self._substep_rows = np.zeros((self.substeps, self.physics.model.nsensordata))
-        self._step_columns = self.physics.sensor_columns(
-            "egg_touch", "egg_on_blade", "egg_on_pan", "egg_on_burner", "egg_on_floor"
-        )
-        self._height_column = self.physics.sensor_slices["egg_pos"].start + 2
+        self._bind_physics()
+        self._instruction_obs = self._instruction_of(self.task)
+        self._progress: ProgressTracker | None = None
+        self._potential = 0.0
+        self._integrity = 1.0
         self._disturbance: Disturbance | None = None
         self._diverged = False
         self._steps = 0
@@ -161,43 +231,57 @@ class EggFlipEnv(gym.Env):
         return self._begin({})
 
     def step(self, action):
-        action = np.asarray(action, dtype=np.float64).reshape(self.action_space.shape)
-        if not np.isfinite(action).all():
+        values = np.asarray(action, dtype=np.float64).reshape(self.action_space.shape).tolist()
+        if not all(map(math.isfinite, values)):
             raise ValueError(f"action {action} is not finite")
-        p, d = self.physics, self.physics.data
-        d.ctrl[:] = self.action_to_pose(np.clip(action, -1.0, 1.0))
-        for k in range(self.substeps):
-            if self._disturbance is not None:
-                p.set_push(self._disturbance.force if self._disturbance.active(d.time) else (0, 0))
-            mujoco.mj_step(p.model, d)
-            self._substep_rows[k] = d.sensordata
+        p = self.physics
+        model, d, rows, disturbance = p.model, p.data, self._substep_rows, self._disturbance
+        # action_to_pose of the clipped action, in plain Python on five numbers (the same float64
+        # arithmetic without the cost of a numpy call per operation).
+        ctrl, low, span = self._ctrl, self._ctrl_low_list, self._ctrl_span_list
+        for i, v in enumerate(values):
+            ctrl[i] = low[i] + (min(max(v, -1.0), 1.0) + 1.0) * 0.5 * span[i]
+        sensordata, step = self._sensordata, mujoco.mj_step
+        for substep_row in self._substep_views:
+            if disturbance is not None:
+                p.set_push(disturbance.force if disturbance.active(d.time) else (0, 0))
+            step(model, d)
+            substep_row[...] = sensordata
         # Once per control step: MuJoCo's warning counters accumulate and a NaN stays NaN.
-        if p.diverged():
-            self._substep_rows[:] = np.nan
+        if self._unstable():
+            rows[:] = np.nan
             self._diverged = True
-        row = p.reduce_substeps(self._substep_rows, self.substeps)[0]
+        # ``physics.reduce_substeps`` of one control step: peaks over the substeps, else the last.
+        row = np.where(self._peak_mask, np.maximum.reduce(rows), rows[-1])
         self._rows.append(row)
         self._steps += 1
 
-        force, on_blade, on_pan, on_burner, on_floor = row[self._step_columns]
-        force = float(force) if np.isfinite(force) else np.inf
-        self._peak_force = max(self._peak_force, force)
-        on_floor = fell(on_floor, row[self._height_column], self.scorer.thresholds)
-        terminated = self._diverged or bool(on_floor)
+        force, on_blade, on_pan, on_burner, on_floor, height = self._step_values(row.tolist())
+        force = force if math.isfinite(force) else math.inf
+        # Integrity only changes with a new peak above the crack force.
+        if force > self._peak_force:
+            self._peak_force = force
+            if force > self.scorer.thresholds.crack_force:
+                self._integrity = float(integrity_from_peak(force, self.scorer.thresholds))
+        on_floor = bool(fell(on_floor, height, self.scorer.thresholds))
+        terminated = self._diverged or on_floor
         truncated = not terminated and self._steps >= self.horizon_steps
         phase = phase_index(on_blade > 0, on_pan > 0, on_burner > 0, on_floor, not self._diverged)
         info = {
-            "phase": PHASES[int(phase)],
-            "integrity": float(integrity_from_peak(self._peak_force, self.scorer.thresholds)),
+            "phase": PHASES[phase],
+            "integrity": self._integrity,
             "force": force,
             "diverged": self._diverged,
+            "instruction": self.task.instruction,
         }
         reward = 0.0
         if terminated or truncated:
             outcome = self.outcome()
             info["outcome"] = outcome.to_dict()
             reward = float(outcome.success)
-        return self._observation(), reward, terminated, truncated, info
+        if self._progress is not None:
+            reward += self._shaping(row, terminated or truncated, info)
+        return self._observation(row), reward, terminated, truncated, info
 
     def render(self):
         if self.render_mode != "rgb_array":
@@ -213,8 +297,7 @@ class EggFlipEnv(gym.Env):
     # ------------------------------------------------------------------ extras
     def action_to_pose(self, action: np.ndarray) -> np.ndarray:
         """Normalised action(s) in [-1, 1] -> spatula target pose(s), m and rad (float64)."""
-        low, high = self.physics.ctrl_low.astype(np.float64), self.physics.ctrl_high.astype(np.float64)
-        return low + (np.asarray(action, dtype=np.float64) + 1.0) * 0.5 * (high - low)
+        return self._ctrl_low + (np.asarray(action, dtype=np.float64) + 1.0) * 0.5 * self._ctrl_span
 
     def pose_to_action(self, pose: np.ndarray) -> np.ndarray:
         """Spatula target pose(s), m and rad -> normalised action(s) (float32, clipped to [-1, 1])."""
@@ -226,10 +309,13 @@ class EggFlipEnv(gym.Env):
         """The ``proprio`` observation(s) of spatula pose(s), velocity(ies) and the commanded
         pose(s), (..., 5) each in SI: (..., 15) float32, non-finite values zeroed, clipped into
         the observation space (used for live steps and for records made outside the env)."""
-        proprio = np.concatenate([pose, velocity, command], axis=-1)
-        if not np.isfinite(proprio).all():
+        proprio = np.concatenate([pose, velocity, command], axis=-1, dtype=np.float64)
+        # One sum instead of an isfinite per value: a sum of finite values that overflows only runs
+        # nan_to_num, which leaves finite values as they are.
+        if not math.isfinite(proprio.sum()):
             proprio = np.nan_to_num(proprio)
-        return np.clip(proprio, *self._proprio_bounds).astype(np.float32)
+        low, high = self._proprio_clip
+        return np.minimum(np.maximum(proprio, low), high).astype(np.float32)
 
     @property
     def horizon_steps(self) -> int:
@@ -280,32 +366,97 @@ class EggFlipEnv(gym.Env):
         if not self.physics.matches(task):
             self.close()  # renderers hold the old model
             self.physics = EggFlipPhysics(task)
-            self._substep_rows = np.zeros((self.substeps, self.physics.model.nsensordata))
+            self._bind_physics()
         else:
             self.physics.apply_task(task)
         self.task = task
+        self._instruction_obs = self._instruction_of(task)
+
+    def _bind_physics(self) -> None:
+        """Per-model buffers and the columns and slices that ``step`` reads (looked up once)."""
+        p = self.physics
+        m = p.model
+        self._substep_rows = np.zeros((self.substeps, m.nsensordata))
+        self._substep_views = list(self._substep_rows)  # one view per substep, made once
+        layout = p.sensor_slices
+        self._sensor_columns = {name: s.start for name, s in layout.items()}
+        # The sensors whose control-step value is their peak over the substeps (reduce_substeps).
+        self._peak_mask = np.zeros(m.nsensordata, bool)
+        for name in PEAK_SENSORS:
+            self._peak_mask[layout[name]] = True
+        self._step_values = operator.itemgetter(
+            *p.sensor_columns("egg_touch", "egg_on_blade", "egg_on_pan", "egg_on_burner", "egg_on_floor"),
+            layout["egg_pos"].start + 2,  # the egg's height
+        )
+        egg = ("egg_pos", "egg_quat", "egg_linvel", "egg_angvel")  # the ``egg_state`` layout
+        self._egg_columns = np.concatenate([np.arange(layout[n].start, layout[n].stop) for n in egg])
+        self._spatula_qpos, self._spatula_qvel = _as_slice(p.spatula_qpos), _as_slice(p.spatula_qvel)
+        self._zero_nq, self._zero_nv = np.zeros(m.nq), np.zeros(m.nv)
+        # Views of MjData's arrays, made once (each attribute access makes a new one).
+        d = p.data
+        self._qpos, self._qvel, self._ctrl, self._sensordata = d.qpos, d.qvel, d.ctrl, d.sensordata
+        self._warnings = d.warning.number
+
+    @staticmethod
+    def _instruction_of(task: TaskSpec) -> np.ndarray:
+        """The ``instruction="index"`` observation of ``task``: its skill one-hot over ``SKILLS``."""
+        one_hot = np.zeros(len(SKILLS), np.float32)
+        one_hot[SKILLS.index(task.skill)] = 1.0
+        return one_hot
+
+    def _shaping(self, row: np.ndarray, done: bool, info: dict[str, Any]) -> float:
+        """``gamma * Phi(s') - Phi(s)`` of this step; Phi(s') is 0 once the episode is over."""
+        potential = self._progress.update(row_events(row, self._sensor_columns, self.scorer.thresholds))
+        potential = 0.0 if done else potential
+        shaping = self.gamma * potential - self._potential
+        self._potential = potential
+        info["potential"], info["shaping"] = potential, shaping
+        return shaping
 
     def _begin(self, options: dict[str, Any]):
         self._rows = []
         self._diverged = False
         self._steps = 0
         self._peak_force = 0.0
+        self._integrity = 1.0
+        self._potential = 0.0
+        if self.reward_type == "dense":
+            self._progress = ProgressTracker(self.task.skill, self.scorer.hold_steps, self.scorer.thresholds)
         self.initial_state = self.physics.get_state()
-        info = {"task": self.task.to_dict(), "phase": None}
+        info = {"task": self.task.to_dict(), "phase": None, "instruction": self.task.instruction}
+        if self._progress is not None:
+            info["potential"] = 0.0
         return self._observation(), info
 
-    def _finite(self, x: np.ndarray) -> np.ndarray:
-        return np.nan_to_num(x) if self._diverged else x
+    def _unstable(self) -> bool:
+        """``physics.diverged()`` with fewer numpy calls: an instability warning, or a non-finite
+        qpos or qvel (a dot product with zeros is NaN exactly when a value is not finite)."""
+        warnings = self._warnings
+        bad = warnings[_BADQPOS] or warnings[_BADQVEL] or warnings[_BADQACC]
+        return bool(bad) or not math.isfinite(self._qpos.dot(self._zero_nq) + self._qvel.dot(self._zero_nv))
 
-    def _observation(self) -> dict[str, Any]:
+    def _observation(self, row: np.ndarray | None = None) -> dict[str, Any]:
+        """The observation of the current state; ``row``: this step's sensor row (where the egg
+        state is read; from the live sensors when None or after a divergence)."""
         p = self.physics
-        obs: dict[str, Any] = {
-            "proprio": self.proprio(p.spatula_pose(), p.spatula_velocity(), p.data.ctrl),
-            "instruction": self.task.instruction,
-        }
-        if self.privileged:
-            egg = np.clip(self._finite(p.egg_state()), -EGG_STATE_LIMIT, EGG_STATE_LIMIT)
-            obs["egg"] = egg.astype(np.float32)
+        pose, velocity, command = self._qpos[self._spatula_qpos], self._qvel[self._spatula_qvel], self._ctrl
+        if row is not None and not self._diverged:
+            # A live step, where every value is finite (step checked): ``proprio`` and ``egg`` are
+            # clipped into their bounds and cast in one pass.
+            parts = (pose, velocity, command, *((row[self._egg_columns],) if self.privileged else ()))
+            low, high = self._state_clip
+            state = np.minimum(np.maximum(np.concatenate(parts), low), high).astype(np.float32)
+            obs: dict[str, Any] = {"proprio": state[:PROPRIO_SIZE]}
+            if self.privileged:
+                obs["egg"] = state[PROPRIO_SIZE:]
+        else:
+            obs = {"proprio": self.proprio(pose, velocity, command)}
+            if self.privileged:
+                low, high = self._egg_clip
+                egg = np.nan_to_num(p.egg_state()) if self._diverged else p.egg_state()
+                obs["egg"] = np.minimum(np.maximum(egg, low), high).astype(np.float32)
+        text = self.instruction == "text"
+        obs["instruction"] = self.task.instruction if text else self._instruction_obs.copy()
         if self.image_size:
             if self._policy_camera is None:
                 self._policy_camera = SceneRenderer(p.model, self.image_size, self.image_size, "policy")

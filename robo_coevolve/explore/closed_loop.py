@@ -99,6 +99,7 @@ def run_policy_episodes(
             privileged=policy.privileged,
             image_size=policy.image_size,
             thresholds=thresholds,
+            instruction="text",  # the policy reads the instruction's text (its language encoder)
         )
         for ep in episodes
     ]

@@ -8,6 +8,8 @@ recorded rollouts.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from robo_coevolve.scoring.integrity import integrity_over_time
@@ -16,19 +18,43 @@ from robo_coevolve.scoring.thresholds import Thresholds
 PHASES = ("in air", "on pan", "on blade", "pinched", "on burner", "on floor", "diverged")
 
 
+def _phase_of(on_blade: bool, on_pan: bool, on_burner: bool, on_floor: bool, finite: bool) -> int:
+    """Index into ``PHASES`` of one step's contact flags, the first that applies in this order."""
+    if not finite:
+        return PHASES.index("diverged")
+    if on_floor:
+        return PHASES.index("on floor")
+    if on_burner:
+        return PHASES.index("on burner")
+    if on_blade and on_pan:
+        return PHASES.index("pinched")
+    if on_blade:
+        return PHASES.index("on blade")
+    if on_pan:
+        return PHASES.index("on pan")
+    return PHASES.index("in air")
+
+
+# ``_phase_of`` for every combination of its five flags (bit k is argument k), so that one lookup
+# serves a live step and a whole record alike.
+_PHASE_TABLE = np.array([_phase_of(*(bool(code >> k & 1) for k in range(5))) for code in range(32)])
+
+
 def phase_index(on_blade, on_pan, on_burner, on_floor, finite):
     """Index into ``PHASES`` of the egg's situation; works on scalars and on (T,) arrays."""
-    return np.select(
-        [~np.asarray(finite), on_floor, on_burner, on_blade & on_pan, on_blade, on_pan],
-        [PHASES.index(p) for p in ("diverged", "on floor", "on burner", "pinched", "on blade", "on pan")],
-        default=PHASES.index("in air"),
-    )
+    return _PHASE_TABLE[1 * on_blade + 2 * on_pan + 4 * on_burner + 8 * on_floor + 16 * finite]
 
 
 def fell(on_floor, height, thresholds: Thresholds):
     """The egg touched the floor, or is more than ``fall_depth`` below the pan surface (on its way
-    there); scalars or (T,) arrays."""
-    return (np.asarray(on_floor) > 0) | (np.nan_to_num(np.asarray(height)) < -thresholds.fall_depth)
+    there); floats or (T,) arrays (a NaN height counts as not below)."""
+    return (on_floor > 0) | (height < -thresholds.fall_depth)
+
+
+def _numbers(x: np.ndarray, all_finite: bool, nan: float = 0.0) -> np.ndarray:
+    """``np.nan_to_num(x, nan=nan)``, or a plain copy where the record is known to be finite (the
+    usual case, where nan_to_num changes nothing and would cost most of ``step_events``)."""
+    return np.array(x) if all_finite else np.nan_to_num(x, nan=nan)
 
 
 def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[str, np.ndarray]:
@@ -48,7 +74,8 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
     - ``finite``: the state was a number; ``phase``: index into ``PHASES``.
     """
     finite = np.isfinite(np.concatenate([v.reshape(len(v), -1) for v in record.values()], axis=1)).all(1)
-    pos = np.nan_to_num(record["egg_pos"])
+    all_finite = bool(finite.all())
+    pos = _numbers(record["egg_pos"], all_finite)
     height = pos[:, 2]
     on_blade = record["egg_on_blade"][:, 0] > 0
     on_pan = record["egg_on_pan"][:, 0] > 0
@@ -56,13 +83,14 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
     on_burner = record["egg_on_burner"][:, 0] > 0
     blade_only = on_blade & ~on_pan & ~on_floor & ~on_burner
     support_velocity = np.where(on_blade[:, None], record["blade_linvel"], 0.0)
-    speed = np.linalg.norm(np.nan_to_num(record["egg_linvel"] - support_velocity), axis=1)
-    spin = np.linalg.norm(np.nan_to_num(record["egg_angvel"]), axis=1)
+    speed = np.linalg.norm(_numbers(record["egg_linvel"] - support_velocity, all_finite), axis=1)
+    spin = np.linalg.norm(_numbers(record["egg_angvel"], all_finite), axis=1)
     in_air = ~(on_blade | on_pan | on_floor | on_burner)
     force = record["egg_touch"][:, 0]
-    support_xy = np.where(on_blade[:, None], np.nan_to_num(record["blade_pos"][:, :2]), 0.0)
+    support_xy = np.where(on_blade[:, None], _numbers(record["blade_pos"][:, :2], all_finite), 0.0)
     off_centre = np.linalg.norm(pos[:, :2] - support_xy, axis=1)
 
+    up_z = _numbers(record["egg_up"][:, 2], all_finite, nan=1.0)
     phase = phase_index(on_blade, on_pan, on_burner, on_floor, finite)
     return {
         "height": height,
@@ -72,8 +100,8 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
         "on_burner": on_burner,
         "blade_only": blade_only,
         "lifted": height > thresholds.lift_height,
-        "up_z": np.nan_to_num(record["egg_up"][:, 2], nan=1.0),
-        "upside_down": np.nan_to_num(record["egg_up"][:, 2], nan=1.0) < thresholds.upside_down_z,
+        "up_z": up_z,
+        "upside_down": up_z < thresholds.upside_down_z,
         "resting": (speed < thresholds.rest_speed) & (spin < thresholds.rest_spin),
         "in_air": in_air,
         "force": force,
@@ -81,4 +109,48 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
         "integrity": integrity_over_time(force, thresholds),
         "finite": finite,
         "phase": phase,
+    }
+
+
+def _norm3(v: list[float]) -> float:
+    """``np.linalg.norm`` of a 3-vector, to the bit (numpy sums the squares in order)."""
+    return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+
+def row_events(row: np.ndarray, columns: dict[str, int], thresholds: Thresholds) -> dict[str, float | bool]:
+    """The events of ``step_events`` that ``progress`` reads, for one control-rate sensor row, in
+    plain Python: a live step's events without the per-call cost of numpy on a record of one row.
+
+    ``columns`` maps each sensor name to its first column in the row (``EggFlipPhysics.sensor_slices``
+    starts). Keys: ``height``, ``on_blade``, ``on_pan``, ``on_floor``, ``blade_only``, ``lifted``,
+    ``up_z``, ``upside_down``, ``resting``, ``force`` and ``finite``, defined as in ``step_events``;
+    on a non-finite row only ``finite`` and ``force`` are meaningful.
+    """
+    r = row.tolist()
+    finite = all(map(math.isfinite, r))
+    if not finite:
+        r = np.nan_to_num(row).tolist()
+    c = columns
+    pos, lin, ang, blade_lin = c["egg_pos"], c["egg_linvel"], c["egg_angvel"], c["blade_linvel"]
+    height = r[pos + 2]
+    on_blade = r[c["egg_on_blade"]] > 0
+    on_pan = r[c["egg_on_pan"]] > 0
+    on_floor = bool(fell(r[c["egg_on_floor"]], height, thresholds))
+    on_burner = r[c["egg_on_burner"]] > 0
+    support = [r[blade_lin + i] for i in range(3)] if on_blade else [0.0, 0.0, 0.0]
+    speed = _norm3([r[lin + i] - support[i] for i in range(3)])
+    spin = _norm3(r[ang : ang + 3])
+    up_z = r[c["egg_up"] + 2]
+    return {
+        "height": height,
+        "on_blade": on_blade,
+        "on_pan": on_pan,
+        "on_floor": on_floor,
+        "blade_only": on_blade and not (on_pan or on_floor or on_burner),
+        "lifted": height > thresholds.lift_height,
+        "up_z": up_z,
+        "upside_down": up_z < thresholds.upside_down_z,
+        "resting": speed < thresholds.rest_speed and spin < thresholds.rest_spin,
+        "force": row[c["egg_touch"]].item(),
+        "finite": finite,
     }

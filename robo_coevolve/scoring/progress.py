@@ -9,8 +9,12 @@ guide the explorer; success itself is always the predicate in ``success.py``.
 
 from __future__ import annotations
 
+import math
+from collections import deque
+
 import numpy as np
 
+from robo_coevolve.scoring.integrity import integrity_from_peak
 from robo_coevolve.scoring.thresholds import Thresholds
 
 Events = dict[str, np.ndarray]
@@ -38,42 +42,141 @@ def margin(ev: Events, hold_steps: int, thresholds: Thresholds) -> float:
     return float(np.clip(0.5 * (np.clip(force, 0, 1) + np.clip(placement, 0, 1)), 0.0, 1.0))
 
 
+# Weight of each progress term, per skill, in the order ``_terms`` and ``ProgressTracker`` give them.
+WEIGHTS = {"scoop": (0.2, 0.2, 0.3, 0.3), "flip": (0.3, 0.4, 0.3), "catch": (0.2, 0.2, 0.3, 0.3)}
+
+
+def _combine(
+    skill: str,
+    terms: tuple[float, ...],
+    finite: bool,
+    ever_fell: bool,
+    integrity: float,
+    thresholds: Thresholds,
+) -> float:
+    """The weighted terms, zero for a diverged trial, cut for a fallen or cracked egg."""
+    score = sum(w * v for w, v in zip(WEIGHTS[skill], terms, strict=True))
+    if not finite:
+        return 0.0
+    if ever_fell:
+        score *= 0.2
+    if integrity < thresholds.min_integrity:
+        score *= 0.5 * integrity
+    return float(np.clip(score, 0.0, 1.0))
+
+
 def progress(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) -> float:
-    """Graded progress of one trial towards ``skill``'s success, in [0, 1]."""
+    """Graded progress of one trial towards ``skill``'s success, in [0, 1].
+
+    The terms (weights in ``WEIGHTS``): scoop: the blade alone ever held the egg, the highest it
+    lifted it (full at twice ``lift_height``), and the end window's fraction of steps where the egg
+    is lifted on the blade alone, and also resting; flip: how far the egg ever turned over, and the
+    end window's fraction upside down, and also resting; catch: the blade held the egg before it
+    ever touched the pan, it never touched the pan, and the end window as for scoop.
+    """
+    if skill not in WEIGHTS:
+        raise ValueError(f"no progress measure for skill {skill!r}")
     held = ev["blade_only"]
     lifted_on_blade = held & ev["lifted"]
     if skill == "scoop":
         lift = np.where(held, ev["height"], 0.0).max(initial=0.0) / (2 * thresholds.lift_height)
-        parts = [
-            (0.2, float(held.any())),
-            (0.2, min(1.0, lift)),
-            (0.3, _end(lifted_on_blade, hold_steps)),
-            (0.3, _end(lifted_on_blade & ev["resting"], hold_steps)),
-        ]
+        terms = (
+            float(held.any()),
+            min(1.0, lift),
+            _end(lifted_on_blade, hold_steps),
+            _end(lifted_on_blade & ev["resting"], hold_steps),
+        )
     elif skill == "flip":
         turned = (1.0 - ev["up_z"]) / 2  # 0 upright, 1 upside down
-        parts = [
-            (0.3, float(turned.max(initial=0.0))),
-            (0.4, _end(ev["upside_down"], hold_steps)),
-            (0.3, _end(ev["upside_down"] & ev["resting"], hold_steps)),
-        ]
-    elif skill == "catch":
+        terms = (
+            float(turned.max(initial=0.0)),
+            _end(ev["upside_down"], hold_steps),
+            _end(ev["upside_down"] & ev["resting"], hold_steps),
+        )
+    else:
         touched_pan = np.flatnonzero(ev["on_pan"])
         before = slice(0, touched_pan[0] if len(touched_pan) else len(held))
-        parts = [
-            (0.2, float(held[before].any())),
-            (0.2, float(not len(touched_pan))),
-            (0.3, _end(lifted_on_blade, hold_steps)),
-            (0.3, _end(lifted_on_blade & ev["resting"], hold_steps)),
-        ]
-    else:
-        raise ValueError(f"no progress measure for skill {skill!r}")
-    score = sum(w * v for w, v in parts)
-    if not ev["finite"].all():
-        return 0.0
-    if ev["on_floor"].any():
-        score *= 0.2
+        terms = (
+            float(held[before].any()),
+            float(not len(touched_pan)),
+            _end(lifted_on_blade, hold_steps),
+            _end(lifted_on_blade & ev["resting"], hold_steps),
+        )
     integrity = float(ev["integrity"][-1]) if len(ev["integrity"]) else 1.0
-    if integrity < thresholds.min_integrity:
-        score *= 0.5 * integrity
-    return float(np.clip(score, 0.0, 1.0))
+    return _combine(skill, terms, bool(ev["finite"].all()), bool(ev["on_floor"].any()), integrity, thresholds)
+
+
+class _Window:
+    """How many of the last ``size`` flags pushed were true, and how many were pushed (at most size)."""
+
+    def __init__(self, size: int):
+        self.flags: deque[bool] = deque(maxlen=size)
+        self.count = 0
+
+    def push(self, flag: bool) -> float:
+        """Push ``flag``; the fraction of true flags in the window (``_end`` of the series so far)."""
+        if len(self.flags) == self.flags.maxlen:
+            self.count -= self.flags[0]
+        self.flags.append(flag)
+        self.count += flag
+        return self.count / len(self.flags)
+
+
+class ProgressTracker:
+    """``progress`` of the episode so far, updated one step at a time in O(1): the running maxima,
+    flags and end-window counts that ``progress`` reads off a whole record. ``update`` takes one
+    step's events (``events.row_events``) and returns what ``progress`` would return on the events
+    of every step so far (the dense reward's potential)."""
+
+    def __init__(self, skill: str, hold_steps: int, thresholds: Thresholds):
+        if skill not in WEIGHTS:
+            raise ValueError(f"no progress measure for skill {skill!r}")
+        self.skill = skill
+        self.hold_steps = hold_steps
+        self.thresholds = thresholds
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the episode: the next ``update`` is its first step."""
+        self._held = False  # scoop: the blade alone ever held the egg; catch: before any pan touch
+        self._touched_pan = False
+        self._highest = 0.0  # scoop: highest egg on the blade alone; flip: most turned over
+        self._window = _Window(self.hold_steps)
+        self._window_resting = _Window(self.hold_steps)
+        self._finite = True
+        self._fell = False
+        self._peak_force = 0.0
+        self._integrity = 1.0
+
+    def update(self, ev: dict[str, float | bool]) -> float:
+        """Take one step's events; the episode's progress so far."""
+        th = self.thresholds
+        force = ev["force"]
+        force = math.inf if math.isnan(force) else force
+        if force > self._peak_force:
+            self._peak_force = force
+            self._integrity = float(integrity_from_peak(force, th))
+        self._finite = self._finite and ev["finite"]
+        self._fell = self._fell or ev["on_floor"]
+        held = ev["blade_only"]
+        if self.skill == "flip":
+            self._highest = max(self._highest, (1.0 - ev["up_z"]) / 2)
+            flag = ev["upside_down"]
+        else:
+            flag = held and ev["lifted"]
+            if self.skill == "scoop":
+                self._held = self._held or held
+                self._highest = max(self._highest, ev["height"] if held else 0.0)
+            elif ev["on_pan"]:
+                self._touched_pan = True
+            elif not self._touched_pan:
+                self._held = self._held or held
+        end = self._window.push(flag)
+        end_resting = self._window_resting.push(flag and ev["resting"])
+        if self.skill == "scoop":
+            terms = (float(self._held), min(1.0, self._highest / (2 * th.lift_height)), end, end_resting)
+        elif self.skill == "flip":
+            terms = (self._highest, end, end_resting)
+        else:
+            terms = (float(self._held), float(not self._touched_pan), end, end_resting)
+        return _combine(self.skill, terms, self._finite, self._fell, self._integrity, th)

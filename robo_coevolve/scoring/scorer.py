@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class Outcome:
     steps: int
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return dict(vars(self))  # asdict's result (every field is a plain value), without its cost
 
 
 class Scorer:

@@ -39,6 +39,8 @@ CHECK_ENV_CASES = [
     *[(skill, {"image_size": 32, "point_cloud": 64}) for skill in SKILLS],
     ("flip", {"render_mode": "rgb_array"}),
     ("scoop", {"privileged": False}),
+    ("flip", {"instruction": "text"}),
+    ("catch", {"reward_type": "dense"}),
 ]
 
 
@@ -119,10 +121,33 @@ def test_observation_shapes(make_env, kwargs, shapes):
             assert o[key].shape == shape, key
             assert o[key].dtype == (np.uint8 if key == "image" else np.float32), key
             assert env.observation_space[key].shape == shape
-        assert o["instruction"] == env.task.instruction
+        np.testing.assert_array_equal(o["instruction"], np.eye(len(SKILLS))[SKILLS.index("scoop")])
         assert o in env.observation_space
     if not env.privileged:
         assert "egg" not in obs
+
+
+def test_text_instruction_option(make_env):
+    task = TaskSpec.for_skill("flip", instruction="turn it over")
+    env = make_env(task=task, instruction="text")
+    obs, info = env.reset(seed=0)
+    step_obs, _, _, _, step_info = env.step(env.pose_to_action(env.physics.spatula_pose()))
+    for o, i in ((obs, info), (step_obs, step_info)):
+        assert o["instruction"] == i["instruction"] == "turn it over"
+        assert o in env.observation_space
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"instruction": "words"}, "instruction='words'"),
+        ({"reward_type": "shaped"}, "reward_type='shaped'"),
+        ({"gamma": 0.0}, "gamma=0.0"),
+    ],
+)
+def test_bad_options_name_the_problem(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        EggFlipEnv(**kwargs)
 
 
 def test_proprio_layout(make_env):
@@ -351,9 +376,10 @@ def test_task_option_as_dict_and_mass_only(make_env):
 def test_task_option_switches_skill(make_env):
     env = make_env(skill="scoop")
     env.reset(seed=0)
-    obs, _ = env.reset(seed=0, options={"task": TaskSpec.for_skill("catch")})
+    obs, info = env.reset(seed=0, options={"task": TaskSpec.for_skill("catch")})
     assert env.task.skill == "catch"
-    assert obs["instruction"] == TaskSpec.for_skill("catch").instruction
+    assert obs["instruction"].argmax() == SKILLS.index("catch")
+    assert info["instruction"] == TaskSpec.for_skill("catch").instruction
     assert env.physics.egg_height() >= 0.10
 
 
