@@ -65,6 +65,7 @@ def student_from_yaml(path: Path) -> PolicyConfig:
 
 
 def library_at(path: Path) -> SkillLibrary:
+    """The skill library at ``path``, every file checked."""
     if not path.is_dir():
         raise UsageError(f"skill library {path} does not exist: give --library DIR")
     return SkillLibrary(path, create=False)

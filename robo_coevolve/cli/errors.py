@@ -20,8 +20,8 @@ class UsageError(Exception):
 
 
 def user_errors() -> tuple[type[Exception], ...]:
-    """The exception types whose message is addressed to the user (imported when first needed:
-    some live in modules that take seconds to import)."""
+    """The project's exception types whose message is addressed to the user, besides
+    ``UsageError`` (imported only when needed: some live in modules that take seconds to import)."""
     from hydra.errors import HydraException
 
     from robo_coevolve.coevolve.task_pool import TaskPoolError
@@ -32,7 +32,6 @@ def user_errors() -> tuple[type[Exception], ...]:
     from robo_coevolve.workspace.evolve import ConfigError
 
     return (
-        UsageError,
         TaskSpecError,
         LibraryError,
         PolicyConfigError,
@@ -51,7 +50,7 @@ def command(main: Main) -> Main:
         try:
             return main(argv)
         except Exception as e:
-            if not isinstance(e, user_errors()):
+            if not isinstance(e, UsageError) and not isinstance(e, user_errors()):
                 raise
             message = " ".join(str(e).split())  # some messages (Hydra's) span lines
             print(f"error: {message}", file=sys.stderr)

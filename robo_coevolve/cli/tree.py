@@ -87,7 +87,7 @@ def evaluate(run_dir: Path, tasks: int | None, policy_dir: Path | None) -> None:
     from robo_coevolve.learn import evaluate_policy
     from robo_coevolve.policy import VLAPolicy
 
-    state, _ = open_run(run_dir)
+    state = saved_state(run_dir)
     if policy_dir is None:
         if state is None or state.checkpoint is None:
             raise UsageError(f"{run_dir} has no policy checkpoint yet: give --checkpoint DIR")
