@@ -16,7 +16,7 @@ held-out seeded tasks (egg pose +-2 cm, mass +-20%). Then, with the state varian
 ``--config conf/policy/vla.yaml`` takes that policy option's settings as the base of
 every variant, before ``--policy``; ``--save DIR`` keeps each clone as
 ``DIR/<skill>_<variant>_seed<k>/`` (``save_pretrained``), e.g. as the teacher of
-``scripts/distill_policy.py``.
+``robo-coevolve-distill``.
 
 ``--rehearse SKILL ...`` trains each clone as the loop trains a later skill: that share of each
 batch (``--train '{"rehearsal_share": 0.5}'``) from the named skills' segments, whose success

@@ -5,12 +5,11 @@ trajectory renders, from any camera and at any size. The overlay shows the skill
 phase (on pan, on blade, in air, ...), the running integrity and peak force, and whether the
 success condition holds at that step; the last frames show the final verdict.
 
-Command line: ``robo-coevolve-render TRIAL.npz --out trial.mp4 [--camera side]``.
+Command line: ``robo-coevolve-render trial TRIAL.npz [--camera side]`` (``robo_coevolve.cli.render``).
 """
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from pathlib import Path
 
@@ -127,22 +126,3 @@ def render_highlights(
         name: render_trial(traj, Path(out_dir) / f"{prefix}{name}.mp4", camera, size, frame_every)
         for name, traj in pick_highlights(trajs).items()
     }
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Render a saved trial (.npz) to mp4 with a score overlay.")
-    parser.add_argument("trial", type=Path, help="trajectory file written by Trajectory.save")
-    parser.add_argument("--out", type=Path, help="mp4 path (default: next to the trial)")
-    parser.add_argument("--camera", default="overview", help="overview, side or policy")
-    parser.add_argument("--size", type=int, nargs=2, default=(480, 360), metavar=("W", "H"))
-    parser.add_argument("--frame-every", type=int, default=2, help="control steps per frame")
-    args = parser.parse_args(argv)
-    traj = Trajectory.load(args.trial)
-    out = render_trial(
-        traj, args.out or args.trial.with_suffix(".mp4"), args.camera, tuple(args.size), args.frame_every
-    )
-    print(f"{out}  ({traj.task.skill}: {traj.outcome['reason']})")
-
-
-if __name__ == "__main__":
-    main()

@@ -6,7 +6,7 @@ import numpy as np
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.motion import scripted
 from robo_coevolve.trajectory import run_motion
-from robo_coevolve.video import main, pick_highlights, render_highlights, render_trial
+from robo_coevolve.video import pick_highlights, render_highlights, render_trial
 
 
 def test_render_trial_writes_a_video_of_the_motion(tmp_path):
@@ -24,15 +24,6 @@ def test_render_trial_writes_a_video_of_the_motion(tmp_path):
     box, rest = frames[5, :10, :40].mean(), frames[5, 60:, :40].mean()
     assert box < rest  # the dark overlay box is there
     assert not list(tmp_path.glob("*.part*"))
-
-
-def test_cli_renders_a_saved_trial(tmp_path, capsys):
-    env = EggFlipEnv(skill="scoop")
-    traj = run_motion(env, scripted.scoop, seed=0)
-    saved = traj.save(tmp_path / "scoop.npz")
-    main([str(saved), "--size", "96", "64", "--frame-every", "10"])
-    assert (tmp_path / "scoop.mp4").stat().st_size > 1000
-    assert "scoop: success" in capsys.readouterr().out
 
 
 def test_highlights_are_the_best_success_and_a_typical_failure(tmp_path):

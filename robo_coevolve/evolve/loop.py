@@ -223,7 +223,7 @@ class EvolutionLoop:
             if differ:
                 raise ValueError(
                     f"{self.output_dir} holds a run with another config ({', '.join(differ[:5])} differ): "
-                    "resume it with its own config (scripts/skill_tree.py continue RUN_DIR), or start "
+                    "resume it with its own config (robo-coevolve-tree continue RUN_DIR), or start "
                     "this one in a new directory"
                 )
         removed = rollback(self.output_dir, saved, self.library)

@@ -1,7 +1,7 @@
 """Pictures of a run: success per skill per iteration, and the skill tree with each node's state.
 
 Both are drawn from the tree's progression alone (``SkillTree.to_dict()``, which ``state.json``
-holds), so ``scripts/plot_progress.py`` redraws them for any run directory, live or finished.
+holds), so ``robo-coevolve-plot`` redraws them for any run directory, live or finished.
 """
 
 from __future__ import annotations

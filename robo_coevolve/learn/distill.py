@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DistillConfig:
-    """Distillation settings: the ``distill`` config group and ``scripts/distill_policy.py``.
+    """Distillation settings: the ``distill`` config group and ``robo-coevolve-distill``.
 
     Args:
         student: the student's ``PolicyConfig`` (``distill=image``: ``conf/policy/vla.yaml``).

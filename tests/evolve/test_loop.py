@@ -42,7 +42,6 @@ TINY = [
     "workspace.video.frame_every=10",
 ]
 TIMING = {"seconds"}
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
 def command(run_dir: Path, *overrides: str) -> list[str]:
@@ -130,7 +129,7 @@ def test_a_sigkilled_run_resumes_to_the_same_library_and_metrics(uninterrupted, 
     assert SkillLibrary(run_dir / "library").count("flip") > 0  # the interrupted iteration's segments
     # Resumed the way a user continues a tree: the run's own config, rebuilt from its .hydra folder.
     resumed = subprocess.run(
-        [sys.executable, str(SCRIPTS / "skill_tree.py"), "continue", str(run_dir)],
+        [sys.executable, "-m", "robo_coevolve.cli.tree", "continue", str(run_dir)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -144,26 +143,29 @@ def test_a_sigkilled_run_resumes_to_the_same_library_and_metrics(uninterrupted, 
     assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
 
 
-def script(name: str, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True, timeout=300
-    )
+def cli(verb: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m robo_coevolve.cli.<verb> ARGS`` (what ``robo-coevolve-<verb>`` runs), which must
+    succeed."""
+    command = [sys.executable, "-m", f"robo_coevolve.cli.{verb}", *args]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
 
 def test_scripts_show_evaluate_plot_and_render_a_run(uninterrupted, tmp_path):
     d = str(uninterrupted)
-    status = script("skill_tree.py", "status", d).stdout
+    status = cli("tree", "status", d).stdout
     assert "2 iteration(s)" in status and "mastered" in status and "locked" in status
-    script("skill_tree.py", "evaluate", d, "--tasks", "4")
+    assert "library (every file checked): {'scoop': " in status
+    cli("tree", "evaluate", d, "--tasks", "4")
     evaluation = json.loads((uninterrupted / "evaluation.json").read_text())
     assert set(evaluation["nodes"]) == {"scoop", "flip", "catch"}
     assert all(e["n"] == 4 for e in evaluation["nodes"].values())
-    script("plot_progress.py", d, "--out", str(tmp_path))
+    cli("plot", d, "--out", str(tmp_path))
     assert (tmp_path / "progress.png").stat().st_size > 1000 and (tmp_path / "skill_tree.png").is_file()
-    out = script(
-        "render_policy.py",
+    out = cli(
+        "render",
+        "policy",
         f"{d}/checkpoints/iter_0001",
         "--skill",
         "scoop",
@@ -228,11 +230,11 @@ def test_the_last_stage_distils_the_runs_policy_into_the_image_policy(uninterrup
 
 
 def test_the_distill_script_reads_a_run(uninterrupted, tmp_path):
-    """scripts/distill_policy.py on a run directory: its latest checkpoint, library and nodes (the
+    """robo-coevolve-distill on a run directory: its latest checkpoint, library and nodes (the
     default student: small and state-only)."""
     out = tmp_path / "student"
     tiny = ["--segments", "4", "--rollouts", "2", "--rounds", "0", "--steps", "20", "--batch", "32"]
-    table = script("distill_policy.py", str(uninterrupted), "--out", str(out), *tiny, "--eval", "2").stdout
+    table = cli("distill", str(uninterrupted), "--out", str(out), *tiny, "--eval", "2").stdout
     report = json.loads((out / "report.json").read_text())
     assert report["skills"] == ["scoop", "flip"] and set(report["student"]["success"]) == {"scoop", "flip"}
     assert report["teacher"]["checkpoint"].endswith("checkpoints/iter_0002")
@@ -241,7 +243,8 @@ def test_the_distill_script_reads_a_run(uninterrupted, tmp_path):
     bad = subprocess.run(
         [
             sys.executable,
-            str(SCRIPTS / "distill_policy.py"),
+            "-m",
+            "robo_coevolve.cli.distill",
             str(uninterrupted),
             "--skill",
             "flop",
@@ -252,7 +255,7 @@ def test_the_distill_script_reads_a_run(uninterrupted, tmp_path):
         text=True,
         timeout=300,
     )
-    assert bad.returncode == 2 and "has no node ['flop']" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "has no node ['flop']" in bad.stderr
 
 
 def test_resuming_with_another_config_is_refused(uninterrupted, tmp_path):

@@ -1,9 +1,8 @@
-"""Exports to robomimic's HDF5 and LeRobot v3.0, and the export script."""
+"""Exports to robomimic's HDF5 and LeRobot v3.0, and ``robo-coevolve-export library``."""
 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import h5py
 import imageio.v2 as imageio
@@ -14,8 +13,6 @@ import pytest
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.library.lerobot import export_lerobot
 from robo_coevolve.library.robomimic import export_robomimic
-
-SCRIPT = Path(__file__).parents[2] / "scripts" / "export_library.py"
 
 
 @pytest.fixture(scope="module")
@@ -126,12 +123,17 @@ def test_lerobot_export(tmp_path, library, segments):
     assert [p.name for p in tmp_path.iterdir()] == ["lerobot"]  # no temporary directories left
 
 
-def run_script(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+def export(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "robo_coevolve.cli.export", "library", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
-def test_export_script(tmp_path, library):
-    done = run_script(
+def test_export_command(tmp_path, library):
+    done = export(
         library.root,
         "--robomimic",
         tmp_path / "rm.hdf5",
@@ -148,7 +150,26 @@ def test_export_script(tmp_path, library):
         assert len(f["data"]) == 3
     assert json.loads((tmp_path / "lr" / "meta" / "info.json").read_text())["total_episodes"] == 3
 
-    missing = run_script(tmp_path / "no_such_library", "--robomimic", tmp_path / "x.hdf5")
-    assert missing.returncode != 0
-    assert "no_such_library does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    missing = export(tmp_path / "no_such_library", "--robomimic", tmp_path / "x.hdf5")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr == (
+        f"error: skill library {tmp_path / 'no_such_library'} does not exist: give a library directory, "
+        "e.g. RUN/library\n"
+    )
     assert not (tmp_path / "no_such_library").exists()
+
+
+def test_export_command_replaces_a_dataset_only_when_told(tmp_path, library):
+    (tmp_path / "lr").mkdir()
+    (tmp_path / "lr" / "notes.txt").write_text("mine")
+    refused = export(library.root, "--lerobot", tmp_path / "lr", "--image-size", 16, "--skills", "flip")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == (
+        f"error: {tmp_path / 'lr'} exists and is not empty: pick a new directory or pass --overwrite\n"
+    )
+    assert (tmp_path / "lr" / "notes.txt").read_text() == "mine"
+    done = export(
+        library.root, "--lerobot", tmp_path / "lr", "--image-size", 16, "--skills", "flip", "--overwrite"
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "lr" / "meta" / "info.json").read_text())["total_episodes"] == 2

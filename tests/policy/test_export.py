@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,8 +22,6 @@ from robo_coevolve.policy.export import (  # noqa: E402
     input_names,
     onnx_session,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def policy(**config) -> VLAPolicy:
@@ -102,30 +99,25 @@ def test_parity_check_catches_a_graph_that_differs_from_the_policy(tmp_path):
         check_parity(p, session, example_observation(p, 4, np.random.default_rng(0)))
 
 
-def test_export_script_checks_parity_and_reports_latency(tmp_path):
-    policy(**STATE).save_pretrained(tmp_path / "ckpt")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "export_policy.py"),
-            str(tmp_path / "ckpt"),
-            "--repeats",
-            "5",
-        ],
+def export_command(*args: str) -> subprocess.CompletedProcess:
+    """``robo-coevolve-export policy ARGS``."""
+    return subprocess.run(
+        [sys.executable, "-m", "robo_coevolve.cli.export", "policy", *args],
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_export_command_checks_parity_and_reports_latency(tmp_path):
+    policy(**STATE).save_pretrained(tmp_path / "ckpt")
+    proc = export_command(str(tmp_path / "ckpt"), "--repeats", "5")
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "ckpt" / "policy.onnx").stat().st_size > 10_000
     rows = [
         line for line in proc.stdout.splitlines() if line.startswith("| 1 |") or line.startswith("| 16 |")
     ]
     assert len(rows) == 2 and all(" ms |" in r for r in rows), proc.stdout
-    bad = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "export_policy.py"), str(tmp_path / "missing")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert bad.returncode == 2 and "no such directory" in bad.stderr
+    bad = export_command(str(tmp_path / "missing"))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert f"policy checkpoint {tmp_path / 'missing'} does not exist: give a directory" in bad.stderr
