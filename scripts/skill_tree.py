@@ -26,6 +26,7 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from robo_coevolve.evolve.run_state import RunState  # noqa: E402
+from robo_coevolve.library import LibraryError, SkillLibrary  # noqa: E402
 from robo_coevolve.resources import conf_dir  # noqa: E402
 
 
@@ -60,6 +61,11 @@ def status(run_dir: Path) -> int:
             f"{name:12} {tree['status'][name]:9} {latest:>15} {info['iterations']:>11} {info['trials']:>8,}"
         )
     print(f"library: {state.library}   checkpoint: {state.checkpoint}")
+    if (run_dir / "library").is_dir():  # runs compare by content digest
+        try:
+            print(f"library digest: {SkillLibrary(run_dir / 'library', create=False).digest()}")
+        except LibraryError as e:
+            sys.exit(str(e))
     return 0
 
 

@@ -13,9 +13,10 @@ appends to the copy, fsyncs it and renames it over the live file, so a crash at 
 either the old or the new version, each complete. The version a commit replaced is kept aside
 (``.<skill>.hdf5.previous``), so rolling that commit back restores its very bytes (HDF5 writes no
 timestamps here, so the same commits give the same bytes). Writers serialise on a lock file, so
-concurrent processes can add to one library without losing each other's segments. Opening a library removes
-temporary files left by killed writers and checks every file (structure, schema version,
-checksums); a damaged file raises ``LibraryError`` with a one-line message naming it.
+concurrent processes can add to one library without losing each other's segments. Opening a
+library removes temporary files left by killed writers and checks every file (structure, schema
+version, checksums); a damaged file raises ``LibraryError`` with a one-line message naming it.
+``digest`` hashes the content, whatever the files' layout, for comparing runs.
 """
 
 from __future__ import annotations
