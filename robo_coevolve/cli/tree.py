@@ -74,6 +74,8 @@ def status(run_dir: Path) -> None:
             f"{name:12} {tree['status'][name]:9} {latest:>15} {info['iterations']:>11} {info['trials']:>8,}"
         )
     print(f"library (every file checked): {library}   checkpoint: {state.checkpoint}")
+    if library:  # runs compare by the library's content digest (a resumed run's equals a clean one's)
+        print(f"library digest: {SkillLibrary(run_dir / 'library', create=False).digest()}")
 
 
 def continue_run(run_dir: Path, overrides: list[str]) -> None:

@@ -14,8 +14,6 @@ at the loop's commit point; a resumed run loads the copy of its last completed i
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from robo_coevolve.library.skill_library import replace_durably
+from robo_coevolve.atomic import write_text_atomic
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec
 
@@ -302,11 +300,7 @@ class TaskPool:
         """Write the pool to ``path`` atomically (a crash leaves the previous file whole)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(self.to_dict(), f)
-        replace_durably(Path(name), path)
-        return path
+        return write_text_atomic(path, json.dumps(self.to_dict()))
 
     @classmethod
     def load(cls, path: str | Path) -> TaskPool:

@@ -10,14 +10,13 @@ with the library and metrics an uninterrupted run would have.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from robo_coevolve.library.skill_library import SkillLibrary, replace_durably
+from robo_coevolve.atomic import write_text_atomic
+from robo_coevolve.library.skill_library import SkillLibrary
 from robo_coevolve.skill_tree import SkillTree
 
 STATE_FILE = "state.json"
@@ -72,11 +71,7 @@ class RunState:
 
     def save(self, run_dir: str | Path) -> None:
         """Write ``state.json`` atomically (the iteration's commit point)."""
-        run_dir = Path(run_dir)
-        fd, name = tempfile.mkstemp(dir=run_dir, prefix=".state.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(asdict(self), f, indent=1)
-        replace_durably(Path(name), run_dir / STATE_FILE)
+        write_text_atomic(Path(run_dir) / STATE_FILE, json.dumps(asdict(self), indent=1))
 
     def skill_tree(self) -> SkillTree:
         """The run's skill tree (from its resolved config) with the progress this state holds."""
@@ -116,9 +111,7 @@ def rollback(run_dir: str | Path, state: RunState | None, library: SkillLibrary)
         lines = [line for line in metrics.read_text().splitlines() if line.strip()]
         kept = [line for line in lines if json.loads(line)["iteration"] <= done]
         if len(kept) != len(lines):
-            tmp = metrics.with_name(f".{METRICS_FILE}.tmp")
-            tmp.write_text("".join(line + "\n" for line in kept))
-            replace_durably(tmp, metrics)
+            write_text_atomic(metrics, "".join(line + "\n" for line in kept))
     checkpoints = run_dir / CHECKPOINTS
     if checkpoints.is_dir():
         for path in checkpoints.iterdir():

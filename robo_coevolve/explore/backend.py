@@ -15,18 +15,18 @@ A Ray backend for clusters implements the same two methods.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.closed_loop import Policy, PolicyEpisode, run_policy_episodes
 from robo_coevolve.explore.open_loop import OpenLoopSimulator, Trial
 from robo_coevolve.scoring import Thresholds
 from robo_coevolve.trajectory import Trajectory
+from robo_coevolve.worker_processes import process_pool
 
 
 class RolloutBackend(ABC):
@@ -52,13 +52,6 @@ class RolloutBackend(ABC):
 
 def _chunks(items: Sequence, size: int) -> list[list]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
-
-
-def process_context():
-    """A start method for worker processes that is safe in a process running torch or MuJoCo."""
-    # forkserver/spawn: a fork of a process that already runs torch's or MuJoCo's threads can hang.
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
 class LocalBackend(RolloutBackend):
@@ -130,7 +123,7 @@ class LocalBackend(RolloutBackend):
             results = [run_policy_episodes(policy, g, self.control_hz, self.thresholds) for g in groups]
         else:
             if self._processes is None:
-                self._processes = ProcessPoolExecutor(self.workers, mp_context=process_context())
+                self._processes = process_pool(self.workers)
             futures = [
                 self._processes.submit(run_policy_episodes, policy, g, self.control_hz, self.thresholds)
                 for g in groups

@@ -327,13 +327,11 @@ def fit_clones(jobs: list[CloneJob], workers: int = 1) -> list[tuple[torch.nn.Mo
         raise ValueError(f"workers={workers} must be >= 1")
     if workers == 1 or len(jobs) < 2:
         return [_fit_clone(job) for job in jobs]
-    from concurrent.futures import ProcessPoolExecutor
-
-    from robo_coevolve.explore.backend import process_context
+    from robo_coevolve.worker_processes import process_pool
 
     level = logging.getLogger("robo_coevolve").getEffectiveLevel()
     out = []
-    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=process_context()) as pool:
+    with process_pool(min(workers, len(jobs))) as pool:
         for policy, fit, records in pool.map(_fit_clone_logged, jobs, [level] * len(jobs)):
             for record in records:
                 logger = logging.getLogger(record.name)

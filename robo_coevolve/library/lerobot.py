@@ -13,9 +13,6 @@ and the image is the policy camera rendered from the stored simulator state.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from robo_coevolve.atomic import directory_aside
 from robo_coevolve.env.rendering import StateRenderer
 from robo_coevolve.library.skill_library import SkillLibrary, chosen_skills
 from robo_coevolve.segment import Segment
@@ -86,15 +84,8 @@ def export_lerobot(
     # lerobot writes fps as an int; keep that form whenever the rate is whole.
     fps = int(fps) if float(fps).is_integer() else float(fps)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".tmp"))
-    try:
+    with directory_aside(out_dir) as tmp:
         _write_dataset(library, skills, tmp, image_size, fps)
-        tmp.chmod(0o755)  # mkdtemp's 0700 would keep the export from other users
-        _move_into_place(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir
 
 
@@ -343,17 +334,3 @@ class _ImageStats:
             "std": shaped(std),
             "count": [self.frames],
         }
-
-
-def _move_into_place(tmp: Path, out_dir: Path) -> None:
-    """Rename the finished ``tmp`` to ``out_dir``; an old ``out_dir`` is moved aside first and
-    deleted only once the new one is in place."""
-    aside = None
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        aside = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".old"))
-        os.replace(out_dir, aside / "previous")
-    elif out_dir.exists():
-        out_dir.rmdir()
-    os.replace(tmp, out_dir)
-    if aside is not None:
-        shutil.rmtree(aside, ignore_errors=True)

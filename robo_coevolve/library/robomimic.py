@@ -18,7 +18,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from robo_coevolve.library.skill_library import SkillLibrary, chosen_skills, env_args, replace_durably
+from robo_coevolve.atomic import replace_durably
+from robo_coevolve.library.skill_library import SkillLibrary, chosen_skills, env_args
 
 ROBOMIMIC_DATASETS = (
     "actions",

@@ -10,20 +10,23 @@ and ``crc32``, a checksum of the demo's arrays and JSON attrs.
 
 Writes are atomic: a commit copies the live file to a temporary file in the same directory,
 appends to the copy, fsyncs it and renames it over the live file, so a crash at any moment leaves
-either the old or the new version, each complete. Writers serialise on a lock file, so concurrent
-processes can add to one library without losing each other's segments. Opening a library removes
-temporary files left by killed writers and checks every file (structure, schema version,
-checksums); a damaged file raises ``LibraryError`` with a one-line message naming it.
+either the old or the new version, each complete. The version a commit replaced is kept aside
+(``.<skill>.hdf5.previous``), so rolling that commit back restores its very bytes (HDF5 writes no
+timestamps here, so the same commits give the same bytes). Writers serialise on a lock file, so
+concurrent processes can add to one library without losing each other's segments. Opening a
+library removes temporary files left by killed writers and checks every file (structure, schema
+version, checksums); a damaged file raises ``LibraryError`` with a one-line message naming it.
+``digest`` hashes the content, whatever the files' layout, for comparing runs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -33,6 +36,7 @@ import h5py
 import numpy as np
 
 from robo_coevolve import ENV_ID
+from robo_coevolve.atomic import file_aside, fsync_path
 from robo_coevolve.env.initial_state import Disturbance
 from robo_coevolve.segment import Segment
 from robo_coevolve.task_spec import SKILLS, TaskSpec
@@ -42,6 +46,7 @@ SCHEMA_VERSION = 1
 ROBOMIMIC_GYM_TYPE = 2
 SUFFIX = ".hdf5"
 TMP_SUFFIX = ".hdf5.tmp"
+PREVIOUS_SUFFIX = ".hdf5.previous"  # ".<skill>.hdf5.previous": the file before its last commit
 LOCK_NAME = ".skill_library.lock"
 
 # dataset name -> (dtype, trailing shape; None = any width). All have num_samples rows except
@@ -185,25 +190,27 @@ class SkillLibrary:
 
     def truncate(self, skill: str, count: int) -> int:
         """Keep only the first ``count`` segments of ``skill`` (a resumed run rolls back what an
-        interrupted iteration stored); returns how many were removed. The kept demos are copied
-        into a fresh file that replaces the old one atomically, so the file is compact and equal
-        in content to one that never held the removed demos."""
+        interrupted iteration stored); returns how many were removed.
+
+        Rolling back the last commit restores the file it replaced (kept aside for this), so the
+        file is byte for byte the one that never held the removed demos and the same commits
+        after it give the same bytes again. Otherwise the kept demos are copied into a fresh,
+        compact file of the same content (``digest``), which replaces the old one atomically."""
         if count < 0:
             raise ValueError(f"truncate count={count} must be >= 0")
         with self._write_lock():
             n = self.count(skill)
             if count >= n:
                 return 0
-            path = self.path(skill)
+            path, previous = self.path(skill), self._previous(skill)
             if count == 0:
                 path.unlink()
-                fsync_path(self.root)
-                return n
-            fd, name = tempfile.mkstemp(dir=self.root, prefix=f".{skill}.", suffix=TMP_SUFFIX)
-            os.close(fd)
-            tmp = Path(name)
-            try:
-                with h5py.File(path, "r") as src, h5py.File(tmp, "w") as dst:
+                previous.unlink(missing_ok=True)
+            elif self._is_prefix(previous, skill, count):
+                os.replace(previous, path)
+            else:
+                previous.unlink(missing_ok=True)
+                with file_aside(path) as tmp, h5py.File(path, "r") as src, h5py.File(tmp, "w") as dst:
                     data = dst.create_group("data")
                     for key, value in src["data"].attrs.items():
                         data.attrs[key] = value
@@ -212,12 +219,28 @@ class SkillLibrary:
                         src.copy(src[f"data/demo_{i}"], data, name=f"demo_{i}")
                         total += int(data[f"demo_{i}"].attrs["num_samples"])
                     data.attrs["total"] = total
-                os.chmod(tmp, 0o644)
-                replace_durably(tmp, path)
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
+            fsync_path(self.root)
             return n - count
+
+    def digest(self) -> str:
+        """sha256 of the library's content: every skill's file header and every demo's arrays
+        (dtype, shape, bytes) and attrs, in a canonical order. Equal libraries have equal digests
+        whatever their files' layout, so runs compare by it."""
+        h = hashlib.sha256()
+        for skill in self.skills():
+            with self._reading(skill) as data:
+                h.update(f"skill {skill}\n".encode())
+                _hash_attrs(h, data.attrs)
+                for i in range(_demo_count(data)):
+                    demo = data[f"demo_{i}"]
+                    arrays, _ = _read_checked(demo, f"demo_{i}", self.path(skill))
+                    h.update(f"demo {i}\n".encode())
+                    for key in sorted(arrays):
+                        a = np.ascontiguousarray(arrays[key])
+                        h.update(f"{key}:{a.dtype.str}:{a.shape}\n".encode())
+                        h.update(a.tobytes())
+                    _hash_attrs(h, demo.attrs)
+        return h.hexdigest()
 
     def _check_rate(self, skill: str, demos: list[dict[str, Any]]) -> None:
         rates = {d["attrs"]["control_hz"] for d in demos}
@@ -231,22 +254,17 @@ class SkillLibrary:
             )
 
     def _commit(self, skill: str, demos: list[dict[str, Any]]) -> int:
-        """Append ``demos`` to a copy of the skill's file and rename it into place; returns the
-        index of the first."""
+        """Append ``demos`` to a copy of the skill's file and rename it into place, keeping the
+        version it replaces aside for ``truncate``; returns the index of the first."""
         path = self.path(skill)
-        fd, name = tempfile.mkstemp(dir=self.root, prefix=f".{skill}.", suffix=TMP_SUFFIX)
-        os.close(fd)
-        tmp = Path(name)
-        try:
+        with file_aside(path) as tmp:
             if path.exists():
                 shutil.copyfile(path, tmp)
-                shutil.copymode(path, tmp)
                 # Every demo was checked on open (and a concurrent writer only adds whole ones);
                 # re-checking each would make a commit's cost grow with the library.
                 first = check_file(tmp, skill, demos=False, name=path)
                 mode = "r+"
             else:
-                os.chmod(tmp, 0o644)
                 first, mode = 0, "w"
             with h5py.File(tmp, mode) as f:
                 if mode == "w":
@@ -260,11 +278,43 @@ class SkillLibrary:
                     _write_demo(data.create_group(f"demo_{first + j}"), demo)
                 added = sum(d["attrs"]["num_samples"] for d in demos)
                 data.attrs["total"] = int(data.attrs["total"]) + added
-            replace_durably(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+            self._keep_previous(skill)
         return first
+
+    def _previous(self, skill: str) -> Path:
+        """Where the version of the skill's file before its last commit is kept."""
+        return self.root / f".{skill}{PREVIOUS_SUFFIX}"
+
+    def _keep_previous(self, skill: str) -> None:
+        """Keep the skill's live file as its previous version: a hard link (the commit renames a
+        new file over the live one and never changes it in place), or a copy where links fail."""
+        path, previous = self.path(skill), self._previous(skill)
+        if not path.exists():
+            previous.unlink(missing_ok=True)
+            return
+        link = self.root / f".{skill}.previous{TMP_SUFFIX}"  # removed on open, like any temp
+        link.unlink(missing_ok=True)
+        try:
+            os.link(path, link)
+        except OSError:
+            shutil.copyfile(path, link)
+        os.replace(link, previous)
+
+    def _is_prefix(self, previous: Path, skill: str, count: int) -> bool:
+        """Whether ``previous`` holds exactly the first ``count`` demos of the live file (by their
+        checksums and lengths)."""
+        if not previous.is_file():
+            return False
+        try:
+            with h5py.File(previous, "r") as f, self._reading(skill) as live:
+                old = f["data"]
+                return _demo_count(old) == count and all(
+                    old[f"demo_{i}"].attrs[key] == live[f"demo_{i}"].attrs[key]
+                    for i in range(count)
+                    for key in ("crc32", "num_samples")
+                )
+        except (OSError, KeyError, LibraryError):
+            return False  # a damaged previous version is no use: compact instead
 
     # ------------------------------------------------------------------ internals
     @contextlib.contextmanager
@@ -473,7 +523,8 @@ def _prepare(segment: Segment, position: int) -> dict[str, Any]:
 def _write_demo(group: h5py.Group, demo: dict[str, Any]) -> None:
     for key, value in demo["arrays"].items():
         opts = _COMPRESSION if value.ndim == 2 else {}
-        group.create_dataset(key, data=value, **opts)
+        # No timestamps (h5py's default, stated because byte-identical rollbacks rely on it).
+        group.create_dataset(key, data=value, track_times=False, **opts)
     for key, value in demo["attrs"].items():
         group.attrs[key] = value
 
@@ -518,6 +569,14 @@ def _checksum(arrays: dict[str, np.ndarray], text: dict[str, str]) -> int:
     return crc
 
 
+def _hash_attrs(h: Any, attrs: h5py.AttributeManager) -> None:
+    """Feed ``attrs`` into the hash ``h`` by name, each value as the Python value it holds."""
+    for key in sorted(attrs):
+        value = attrs[key]
+        value = value.tolist() if isinstance(value, np.generic | np.ndarray) else value
+        h.update(f"{key}={value!r}\n".encode())
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, default=_json_default)
 
@@ -527,23 +586,6 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic | np.ndarray):
         return value.tolist()
     raise TypeError(f"{type(value).__name__} {value!r} is not JSON-serialisable")
-
-
-def replace_durably(tmp: Path, path: Path) -> None:
-    """Put the finished ``tmp`` in place of ``path`` so that a crash leaves one or the other whole:
-    flush it, rename it over ``path`` (atomic within a directory), flush the directory."""
-    fsync_path(tmp)
-    os.replace(tmp, path)
-    fsync_path(Path(path).parent)
-
-
-def fsync_path(path: Path) -> None:
-    """Flush ``path`` (a file, or a directory after a rename in it) to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _short(exc: BaseException) -> str:

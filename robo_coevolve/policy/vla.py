@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from robo_coevolve.action_space import command_as_action
+from robo_coevolve.atomic import file_aside, write_text_atomic
 from robo_coevolve.policy.config import PolicyConfig, PolicyConfigError
 from robo_coevolve.policy.encoders import (
     HFVisionEncoder,
@@ -400,18 +401,10 @@ class VLAPolicy(nn.Module):
             "class": type(self).__name__,
             "config": self.config.to_dict(),
         }
-        suffix = f".tmp-{os.getpid()}"
-        weights_tmp = directory / (WEIGHTS_NAME + suffix)
-        config_tmp = directory / (CONFIG_NAME + suffix)
-        try:
-            save_file(tensors, str(weights_tmp), metadata={"format_version": str(FORMAT_VERSION)})
-            config_tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-            # Weights first: a config.json always sits beside weights at least as new as itself.
-            os.replace(weights_tmp, directory / WEIGHTS_NAME)
-            os.replace(config_tmp, directory / CONFIG_NAME)
-        finally:
-            for tmp in (weights_tmp, config_tmp):
-                tmp.unlink(missing_ok=True)
+        # Weights first: a config.json always sits beside weights at least as new as itself.
+        with file_aside(directory / WEIGHTS_NAME) as tmp:
+            save_file(tensors, str(tmp), metadata={"format_version": str(FORMAT_VERSION)})
+        write_text_atomic(directory / CONFIG_NAME, json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike, device: str | torch.device = "cpu") -> VLAPolicy:

@@ -138,6 +138,9 @@ def test_a_sigkilled_run_resumes_to_the_same_library_and_metrics(uninterrupted, 
     assert "resuming" in resumed.stdout + resumed.stderr
     assert metrics(run_dir) == metrics(uninterrupted)
     assert library_content(run_dir) == library_content(uninterrupted)
+    for skill in ("scoop", "flip"):  # the rollback restores bytes, not only content
+        path = f"library/{skill}.hdf5"
+        assert (run_dir / path).read_bytes() == (uninterrupted / path).read_bytes(), skill
     a = VLAPolicy.from_pretrained(run_dir / "checkpoints" / "iter_0002").state_dict()
     b = VLAPolicy.from_pretrained(uninterrupted / "checkpoints" / "iter_0002").state_dict()
     assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
@@ -157,6 +160,7 @@ def test_scripts_show_evaluate_plot_and_render_a_run(uninterrupted, tmp_path):
     status = cli("tree", "status", d).stdout
     assert "2 iteration(s)" in status and "mastered" in status and "locked" in status
     assert "library (every file checked): {'scoop': " in status
+    assert f"library digest: {SkillLibrary(uninterrupted / 'library').digest()}" in status
     cli("tree", "evaluate", d, "--tasks", "4")
     evaluation = json.loads((uninterrupted / "evaluation.json").read_text())
     assert set(evaluation["nodes"]) == {"scoop", "flip", "catch"}

@@ -1,5 +1,6 @@
 """The skill library stores segments exactly, in robomimic's layout, and refuses damaged files."""
 
+import dataclasses
 import json
 import shutil
 
@@ -228,3 +229,69 @@ def test_segments_can_read_only_the_last_ones_or_those_asked_for(library, segmen
         library.segments("scoop", indices=[2])
     with pytest.raises(ValueError, match="not both"):
         library.segments("scoop", last=1, indices=[0])
+
+
+def file_bytes(lib: SkillLibrary, skill: str) -> bytes:
+    return lib.path(skill).read_bytes()
+
+
+def test_rolling_back_the_last_commit_then_redoing_it_gives_the_same_bytes(tmp_path, segments):
+    scoop = segments["scoop"]
+    direct = SkillLibrary(tmp_path / "direct")
+    direct.add(scoop[:1])
+    one = file_bytes(direct, "scoop")
+    direct.add(scoop[1:])
+    resumed = SkillLibrary(tmp_path / "resumed")
+    resumed.add(scoop[:1])
+    resumed.add(scoop[1:])  # the interrupted iteration's commit
+    assert SkillLibrary(resumed.root).truncate("scoop", 1) == 2
+    assert file_bytes(resumed, "scoop") == one
+    resumed.add(scoop[1:])  # the iteration redone
+    assert file_bytes(resumed, "scoop") == file_bytes(direct, "scoop")
+    assert resumed.digest() == direct.digest()
+
+
+def test_a_deeper_rollback_compacts_to_the_same_content_digest(tmp_path, segments):
+    scoop, flip = segments["scoop"], segments["flip"]
+    direct = SkillLibrary(tmp_path / "direct")
+    direct.add([scoop[0], flip[0]])
+    direct.add([scoop[1]])
+    lib = SkillLibrary(tmp_path / "lib")
+    lib.add([scoop[0], flip[0]])
+    for segment in scoop[1:]:
+        lib.add([segment])  # two commits past the one kept aside
+    assert lib.truncate("scoop", 1) == 2  # not the last commit: compacted, not restored
+    assert lib.digest() != direct.digest()
+    lib.add([scoop[1]])
+    assert lib.digest() == direct.digest()
+    assert_same(lib.segment("scoop", 1), scoop[1])
+
+
+def test_a_damaged_previous_version_is_not_restored(tmp_path, segments):
+    scoop = segments["scoop"]
+    lib = SkillLibrary(tmp_path / "lib")
+    lib.add(scoop[:1])
+    want = lib.digest()
+    lib.add(scoop[1:])
+    (lib.root / ".scoop.hdf5.previous").write_bytes(b"not an hdf5 file")  # the version kept aside
+    assert lib.truncate("scoop", 1) == 2
+    assert lib.digest() == want and lib.verify() == {"scoop": 1}
+
+
+def test_the_digest_changes_with_any_array_attr_or_order(tmp_path, segments):
+    scoop = segments["scoop"]
+    digests = set()
+    for name, batch in {
+        "a": scoop[:2],
+        "swapped": scoop[1::-1],
+        "meta": [scoop[0], dataclasses.replace(scoop[1], meta={"other": 1})],
+    }.items():
+        lib = SkillLibrary(tmp_path / name)
+        lib.add(batch)
+        digests.add(lib.digest())
+    lib = SkillLibrary(tmp_path / "a")
+    with h5py.File(lib.path("scoop"), "r+") as f:
+        f["data/demo_1/rewards"][-1] = 0.5  # same crc32 field, changed data: caught when read
+    with pytest.raises(LibraryError, match="crc32"):
+        lib.digest()
+    assert len(digests) == 3 and len(SkillLibrary(tmp_path / "empty").digest()) == 64
