@@ -66,8 +66,6 @@ from robo_coevolve.skill_tree import SkillNode, SkillTree
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EvolutionLoop", "SearchConfig"]
-
 
 class EvolutionLoop:
     """The loop of the module docstring over ``tree``, writing into ``output_dir``.
