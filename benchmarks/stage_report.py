@@ -5,7 +5,7 @@ nodes it must keep.
     python -m robo_coevolve budget=full seed=0 hydra.run.dir=runs/s0      # any run, stopped anywhere
     python benchmarks/stage_report.py runs/s0 --node catch --iteration 8 --seeds 0 1 2 3
 
-The data are the loop's (``EvolutionLoop._cloner``): the node's segments (with
+The data are the loop's (``evolve.datasets``, ``evolve.cloning.Cloner``): the node's segments (with
 ``--iteration``, only those that iteration stored; ``--source``, only that teacher's, as
 ``train.split_sources`` clones them), at most ``train.max_segments``; the rehearsal is each kept
 node's latest ``train.max_segments`` segments of the source its policy was last cloned from
@@ -36,7 +36,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from robo_coevolve.evolve.loop import segment_source  # noqa: E402
+from robo_coevolve.evolve.datasets import latest_indices  # noqa: E402
 from robo_coevolve.evolve.run_state import RunState  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy  # noqa: E402
@@ -60,11 +60,7 @@ def indices(
         k = meta.get("iteration", 0)
         return k == iteration if iteration is not None else k <= last
 
-    return [
-        m["index"]
-        for m in library.metadata(skill)
-        if (source is None or segment_source(m["meta"]) == source) and stored(m["meta"])
-    ][-limit:]
+    return latest_indices([m for m in library.metadata(skill) if stored(m["meta"])], source, limit)
 
 
 def main() -> None:
@@ -90,7 +86,7 @@ def main() -> None:
     if args.node not in {n.name for n in tree.nodes}:
         raise SystemExit(f"--node {args.node}: not in the run's skill tree {[n.name for n in tree.nodes]}")
     node = tree.node(args.node)
-    # rehearsed as the loop does (EvolutionLoop._cloner): what training the node keeps, less its own skill
+    # rehearsed as the loop does (evolve.cloning): what training the node keeps, less its own skill
     kept = [n for n in tree.kept(node.name) if n.skill != node.skill]
     train_section = state.config["train"]
     limit = int(train_section["max_segments"])

@@ -39,7 +39,7 @@ class ExploreSchedule:
         noise_kind: the policy episodes' noise ("pink", "ou" or "white").
         temperatures: noise temperatures, assigned to the policy episodes in turn.
         noise_scale: per-action multipliers (x, y, z, pitch, roll); a small z keeps a pushing
-            blade on the pan (scooping tolerates ~1 mm of height error).
+            blade on the pan (scooping tolerates little height error).
         weak_variant_share: share of the trials that are primitives on a task variant the policy
             has no grip on (co-evolution's pool; ``primitive_chance``).
     """

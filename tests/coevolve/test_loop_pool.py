@@ -13,8 +13,8 @@ from run_killer import kill_when
 
 from robo_coevolve.coevolve import TaskPool
 from robo_coevolve.coevolve.task_pool import ELITES_KEPT, OWN
-from robo_coevolve.evolve.loop import pool_key
 from robo_coevolve.evolve.run_state import RunState, rollback
+from robo_coevolve.evolve.selection import pool_key
 from robo_coevolve.library import SkillLibrary
 
 # Scoop is never mastered, so iterations 2 and 3 run synthesis on its pool after the search; with
