@@ -5,7 +5,8 @@ quantities that tasks and the scorer talk about are named methods here (``egg_he
 ``spatula_pose()``), so that nothing else indexes ``qpos`` by hand.
 
 Geometry that a TaskSpec changes (pan height, egg size) is compiled in with ``mujoco.MjSpec``;
-properties that MuJoCo reads at run time (egg mass, frictions) are written into the compiled model.
+properties that MuJoCo reads at run time (egg mass, frictions) are written into the compiled model,
+and what MuJoCo derives from the masses at compile time is recomputed after a mass change.
 """
 
 from __future__ import annotations
@@ -121,8 +122,7 @@ class EggFlipPhysics:
         """
         state = self.get_state()
         mujoco.mj_setConst(self.model, self.data)
-        mujoco.mj_setState(self.model, self.data, state, STATE_SPEC)
-        mujoco.mj_forward(self.model, self.data)
+        self.set_state(state)
 
     # ------------------------------------------------------------------ named read-outs
     def sensor_columns(self, *names: str) -> np.ndarray:
