@@ -5,7 +5,8 @@ quantities that tasks and the scorer talk about are named methods here (``egg_he
 ``spatula_pose()``), so that nothing else indexes ``qpos`` by hand.
 
 Geometry that a TaskSpec changes (pan height, egg size) is compiled in with ``mujoco.MjSpec``;
-properties that MuJoCo reads at run time (egg mass, frictions) are written into the compiled model.
+properties that MuJoCo reads at run time (egg mass, frictions) are written into the compiled model,
+and what MuJoCo derives from the masses at compile time is recomputed after a mass change.
 """
 
 from __future__ import annotations
@@ -103,11 +104,25 @@ class EggFlipPhysics:
                 f"differs from this model's {self.geometry}: build a new EggFlipPhysics"
             )
         m = self.model
-        ratio = task.egg_mass / self._egg_mass
-        m.body_mass[self.egg_body] = task.egg_mass
-        m.body_inertia[self.egg_body] = self._egg_inertia * ratio
+        mass = float(m.body_mass[self.egg_body])
+        if task.egg_mass != mass:
+            m.body_mass[self.egg_body] = task.egg_mass
+            m.body_inertia[self.egg_body] = self._egg_inertia * (task.egg_mass / self._egg_mass)
+            self._recompute_mass_constants()
         for pair, mu in (("egg_pan", task.egg_pan_friction), ("egg_blade", task.egg_blade_friction)):
             m.pair_friction[self._pairs[pair], :2] = mu
+
+    def _recompute_mass_constants(self) -> None:
+        """Recompute what MuJoCo derives from the masses at compile time (``mj_setConst``).
+
+        A stale ``body_subtreemass`` puts the egg's centre of mass, about which MuJoCo expresses
+        its motion, at the wrong place, and a spinning egg's integration then gains energy until it
+        diverges; stale ``invweight0`` values also mis-scale the egg's contact softness.
+        ``mj_setConst`` resets the data to ``qpos0``, so the state is saved and restored around it.
+        """
+        state = self.get_state()
+        mujoco.mj_setConst(self.model, self.data)
+        self.set_state(state)
 
     # ------------------------------------------------------------------ named read-outs
     def sensor_columns(self, *names: str) -> np.ndarray:
