@@ -19,6 +19,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from robo_coevolve.atomic import file_aside
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.env.initial_state import Disturbance
 from robo_coevolve.env.physics import sensor_layout
@@ -130,8 +131,7 @@ class Trajectory:
             "outcome": self.outcome,
             "meta": self.meta,
         }
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as f:
+        with file_aside(path) as tmp, open(tmp, "wb") as f:  # a crash leaves the old file or the new
             np.savez_compressed(
                 f,
                 header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
@@ -140,7 +140,6 @@ class Trajectory:
                 proprio=self.proprio,
                 sensors=self.sensors,
             )
-        tmp.replace(path)  # atomic: a crash leaves the old file or the new one, never half of one
         return path
 
     @classmethod

@@ -4,11 +4,11 @@ checkpoint, evaluation videos, the metrics line, tensorboard scalars; and the ru
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from robo_coevolve.atomic import directory_aside
 from robo_coevolve.evolve.config import Budget, VideoConfig
 from robo_coevolve.evolve.run_state import CHECKPOINTS, METRICS_FILE, RunState, checkpoint_name
 from robo_coevolve.policy import VLAPolicy
@@ -19,13 +19,9 @@ from robo_coevolve.video import render_highlights
 def save_checkpoint(policy: VLAPolicy, output_dir: Path, k: int) -> str:
     """Save ``policy`` to ``checkpoints/iter_<k>`` (written aside and renamed into place);
     returns its path relative to ``output_dir``."""
-    root = output_dir / CHECKPOINTS
-    final = root / checkpoint_name(k)
-    tmp = root / f".{final.name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    policy.save_pretrained(tmp)
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
+    final = output_dir / CHECKPOINTS / checkpoint_name(k)
+    with directory_aside(final) as tmp:
+        policy.save_pretrained(tmp)
     return str(final.relative_to(output_dir))
 
 

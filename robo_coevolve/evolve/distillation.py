@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from robo_coevolve.atomic import directory_aside
 from robo_coevolve.explore.backend import RolloutBackend
 from robo_coevolve.learn import DistillConfig, Distiller
 from robo_coevolve.library import SkillLibrary
@@ -55,24 +55,21 @@ def distill_run(
             log.info("already distilled from %s with these settings: %s", checkpoint, final)
             return done
         log.info("distilled before from another checkpoint or with other settings: distilling again")
-    tmp = output_dir / f".{DISTILLED}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
     distiller = Distiller(teacher, backend, settings)
     tasks = {n.name: n.distribution() for n in nodes}
     segments = {n.name: library.segments(n.skill)[: settings.segments] for n in nodes}
     evaluation = {n.name: (settings.eval_tasks or n.eval_tasks, eval_seeds[n.name]) for n in nodes}
     log.info("distilling %s into the student, on %s", checkpoint, ", ".join(tasks))
-    student, report = distiller.distill_skills(tasks, segments, evaluation, tmp)
-    student.save_pretrained(tmp / "student")
-    bars = {n.name: n.mastery for n in nodes}
-    report.update(
-        teacher_checkpoint=checkpoint,
-        settings=key,
-        bars=bars,
-        holds=all(report["student"]["success"][name] >= bar for name, bar in bars.items()),
-        eval_tasks={name: n for name, (n, _) in evaluation.items()},
-    )
-    (tmp / REPORT).write_text(json.dumps(report, indent=2, default=str) + "\n")
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
+    with directory_aside(final) as tmp:
+        student, report = distiller.distill_skills(tasks, segments, evaluation, tmp)
+        student.save_pretrained(tmp / "student")
+        bars = {n.name: n.mastery for n in nodes}
+        report.update(
+            teacher_checkpoint=checkpoint,
+            settings=key,
+            bars=bars,
+            holds=all(report["student"]["success"][name] >= bar for name, bar in bars.items()),
+            eval_tasks={name: n for name, (n, _) in evaluation.items()},
+        )
+        (tmp / REPORT).write_text(json.dumps(report, indent=2, default=str) + "\n")
     return report

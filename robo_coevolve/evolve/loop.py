@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from robo_coevolve.atomic import write_text_atomic
 from robo_coevolve.evolve import artifacts, plots
 from robo_coevolve.evolve.cloning import Cloner
 from robo_coevolve.evolve.config import Budget, CloneConfig, CoEvolveConfig, VideoConfig
@@ -137,9 +138,10 @@ class EvolutionLoop:
         while (reason := self.curriculum.stop_reason(self.state)) is None:
             self.iteration(self.state.iteration + 1)
         summary = self.summary(reason)
+        summary["library_digest"] = self.library.digest()  # compare runs (a resumed one too) by it
         if self.distill.enabled and self.policy is not None:
             summary["distilled"] = self._distill()
-        (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        write_text_atomic(self.output_dir / "summary.json", json.dumps(summary, indent=2))
         plots.draw_run(self.tree, self.output_dir, self.state.trials)
         return summary
 

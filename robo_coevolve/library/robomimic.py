@@ -11,14 +11,12 @@ task-conditioned training.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 
-from robo_coevolve.atomic import replace_durably
+from robo_coevolve.atomic import file_aside
 from robo_coevolve.library.skill_library import SkillLibrary, chosen_skills, env_args
 
 ROBOMIMIC_DATASETS = (
@@ -57,10 +55,7 @@ def export_robomimic(
             "describes one env, so export them separately"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(name)
-    try:
+    with file_aside(path) as tmp:
         with h5py.File(tmp, "w") as out:
             data = out.create_group("data")
             names: dict[str, list[str]] = {}
@@ -98,9 +93,4 @@ def export_robomimic(
             masks.update(names)
             for key, demo_names in masks.items():
                 mask.create_dataset(key, data=np.array(demo_names, dtype="S"))
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would keep the export from other users
-        replace_durably(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path

@@ -27,6 +27,7 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from robo_coevolve.atomic import write_text_atomic
 from robo_coevolve.explore import primitives
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.open_loop import noise_trials
@@ -121,7 +122,7 @@ class ExploreWorkspace:
         try:
             for k, skill in enumerate(self.skills):
                 summary[skill] = self._explore(skill, backend, library, seed=int(self.cfg.seed) + 1000 * k)
-                (self.output_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+                write_text_atomic(self.output_dir / "summary.json", json.dumps(summary, indent=2))
         finally:
             backend.close()
             if self.refiner:

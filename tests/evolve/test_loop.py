@@ -88,6 +88,7 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
     summary = json.loads((d / "summary.json").read_text())
     assert summary["stopped"] == "iterations" and summary["iterations"] == 2
     assert summary["status"] == {"scoop": "mastered", "flip": "active", "catch": "locked"}
+    assert summary["library_digest"] == SkillLibrary(d / "library").digest()
     state = json.loads((d / "state.json").read_text())
     assert state["iteration"] == 2 and state["checkpoint"] == "checkpoints/iter_0002"
     policy = VLAPolicy.from_pretrained(d / state["checkpoint"])
