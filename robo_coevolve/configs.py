@@ -88,9 +88,16 @@ CONFIGS = {
 POLICIES = ["state", *sorted(p.stem for p in (conf_dir() / "policy").glob("*.yaml"))]
 
 
+GROUPS = sorted({group.split("/")[0] for group, _ in CONFIGS} | {"skill_tree"})
+# The top level (conf/config.yaml builds on it): a seed that is not an integer is refused while
+# Hydra composes; each group's node is its option's.
+RUN = make_config(seed=ZenField(int, 0), **{group: ZenField(Any, None) for group in GROUPS})
+
+
 def store() -> None:
     """Put every group's default option into Hydra's ConfigStore (again: it replaces them)."""
     cs = ConfigStore.instance()
+    cs.store(name="run_schema", node=RUN)
     for (group, name), node in CONFIGS.items():
         cs.store(group=group, name=name, node=node)
 

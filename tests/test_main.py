@@ -72,22 +72,30 @@ def test_scripted_demo_scores_and_renders_the_hand_written_motions(tmp_path):
     assert "scoop     0  True" in proc.stdout
 
 
-def test_invalid_override_fails_before_any_work(tmp_path):
-    proc = run_main(tmp_path, "workspace=explore", "workspace.skills=[juggle]")
-    assert proc.returncode != 0
-    assert "workspace.skills has ['juggle']" in proc.stderr
-    proc = run_main(tmp_path, "workspace=scripted_demo", "workspace.skills=[juggle]")
-    assert "workspace.skills has ['juggle']" in proc.stderr
-    proc = run_main(tmp_path, "workspace=explore", "explore.tasks.egg_mass_range=1.5")
-    assert proc.returncode != 0
-    assert "egg_mass_range=1.5" in proc.stderr
-    proc = run_main(tmp_path, "workspace=explore", "explore.budget=0")
-    assert "explore.budget=0 must be >= 1" in proc.stderr
-    proc = run_main(tmp_path, "workspace=explore", "explore.demos=-5")
-    assert "explore.demos=-5 must be >= 0" in proc.stderr
-    proc = run_main(tmp_path, "workspace=explore", "refine.min_integrity=3")
-    assert "min_integrity=3" in proc.stderr
-    proc = run_main(tmp_path, "workspace=explore", "env.control_hz=33")
-    assert proc.returncode != 0
-    assert "control_hz=33" in proc.stderr
-    assert not list(tmp_path.glob("*.npz"))
+BAD_OVERRIDES = [
+    (("workspace=explore", "workspace.skills=[juggle]"), "workspace.skills has ['juggle']"),
+    (("workspace=scripted_demo", "workspace.skills=[juggle]"), "workspace.skills has ['juggle']"),
+    (("workspace=explore", "explore.tasks.egg_mass_range=1.5"), "egg_mass_range=1.5"),
+    (("workspace=explore", "explore.budget=0"), "explore.budget=0 must be >= 1"),
+    (("workspace=explore", "explore.demos=-5"), "explore.demos=-5 must be >= 0"),
+    (("workspace=explore", "refine.min_integrity=3"), "min_integrity=3"),
+    (("workspace=explore", "env.control_hz=33"), "control_hz=33"),
+    (("seed=x",), "seed=x: Value 'x' of type 'str' could not be converted to Integer"),
+    (("seed=1.5",), "seed=1.5: Value '1.5' of type 'float' could not be converted to Integer"),
+    (("seed=-1",), "seed=-1: the run's seed must be an integer >= 0"),
+    (("budget.iterations=abc",), "budget.iterations=abc: Value 'abc'"),
+    (("budget.iterations=0",), "budget.iterations=0 must be >= 1"),
+    (("train.redraws=-1",), "train.redraws=-1 must be >= 0"),
+    (("explore.polish.trails=10",), "Key 'trails' not in"),
+    (("policy=nope",), "Could not find 'policy/nope'"),
+]
+
+
+def test_invalid_override_is_one_line_before_any_work(tmp_path):
+    """Every refused override ends the job with exit code 2 and one line on stderr naming it."""
+    for overrides, message in BAD_OVERRIDES:
+        proc = run_main(tmp_path, *overrides)
+        assert proc.returncode == 2, (overrides, proc.stderr[-2000:])
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (overrides, lines)
+    assert not list(tmp_path.glob("*.npz")) and not (tmp_path / "library").exists()

@@ -25,6 +25,7 @@ def user_errors() -> tuple[type[Exception], ...]:
     from hydra.errors import HydraException
 
     from robo_coevolve.coevolve.task_pool import TaskPoolError
+    from robo_coevolve.evolve.run_state import ResumeError
     from robo_coevolve.library import LibraryError
     from robo_coevolve.policy import PolicyConfigError
     from robo_coevolve.skill_tree import SkillTreeError
@@ -38,8 +39,28 @@ def user_errors() -> tuple[type[Exception], ...]:
         SkillTreeError,
         TaskPoolError,
         ConfigError,
+        ResumeError,
         HydraException,
     )
+
+
+def user_message(error: BaseException) -> str | None:
+    """``error``'s message on one line if it, or an exception it was raised from (Hydra wraps what
+    a component raises while it is built), is addressed to the user; else None."""
+    known = (UsageError, *user_errors())
+    while error is not None:
+        if isinstance(error, known) and not _wraps_another(error):
+            return " ".join(str(error).split())  # some messages (Hydra's) span lines
+        error = error.__cause__
+    return None
+
+
+def _wraps_another(error: BaseException) -> bool:
+    """Hydra's wrapper of an error raised inside a component's constructor, whose own message
+    is the wrapped one's with a traceback-like preamble."""
+    from hydra.errors import InstantiationException
+
+    return isinstance(error, InstantiationException) and error.__cause__ is not None
 
 
 def command(main: Main) -> Main:
@@ -50,9 +71,9 @@ def command(main: Main) -> Main:
         try:
             return main(argv)
         except Exception as e:
-            if not isinstance(e, UsageError) and not isinstance(e, user_errors()):
+            message = user_message(e)
+            if message is None:
                 raise
-            message = " ".join(str(e).split())  # some messages (Hydra's) span lines
             print(f"error: {message}", file=sys.stderr)
             return 2
 

@@ -56,7 +56,7 @@ from robo_coevolve.evolve.datasets import data_sets, rehearsal_data
 from robo_coevolve.evolve.distillation import distill_run
 from robo_coevolve.evolve.exploration import Explorer
 from robo_coevolve.evolve.pools import TaskPools
-from robo_coevolve.evolve.run_state import RunState, config_differences, rollback
+from robo_coevolve.evolve.run_state import ResumeError, RunState, config_differences, rollback
 from robo_coevolve.evolve.schedule import ExploreSchedule
 from robo_coevolve.evolve.selection import eval_seed, select, selection_tasks
 from robo_coevolve.explore.search import SearchConfig
@@ -158,7 +158,7 @@ class EvolutionLoop:
         if saved is not None:
             differ = config_differences(saved.config, self.config)
             if differ:
-                raise ValueError(
+                raise ResumeError(
                     f"{self.output_dir} holds a run with another config ({', '.join(differ[:5])} differ): "
                     "resume it with its own config (robo-coevolve-tree continue RUN_DIR), or start "
                     "this one in a new directory"

@@ -39,6 +39,10 @@ def checkpoint_name(iteration: int) -> str:
     return f"iter_{iteration:04d}"
 
 
+class ResumeError(ValueError):
+    """A run directory that cannot be resumed as asked (it holds a run with another config)."""
+
+
 @dataclass
 class RunState:
     """A run's progress after ``iteration`` completed iterations.
