@@ -28,11 +28,11 @@ class Budget:
     it, so that the final policy holds every skill at its bar. Such a round fine-tunes the kept
     policy (``train.finetune_steps``, its normalisation kept) rather than cloning a fresh one:
     the kept policy already holds the other skills, and a fresh clone only moves the shortfall
-    to another of them (README, "the whole tree").
+    to another of them.
 
     With ``past_mastery``, the nodes in ``until`` are trained on, as if not yet mastered, until
     ``iterations`` or ``minutes`` run out: the last of them once all are mastered. Benchmarks
-    use it to compare arms at the same trial budget (``benchmarks/coevolve_report.py``)."""
+    use it to compare arms at the same trial budget (``python -m benchmarks.coevolve``)."""
 
     iterations: int = 6
     minutes: float | None = None
@@ -59,68 +59,44 @@ class Budget:
 
 @dataclass(frozen=True)
 class CloneConfig:
-    """Per-iteration behaviour cloning on the latest ``max_segments`` segments of each skill.
+    """How each iteration clones policies and picks the one it keeps (the ``train`` group;
+    ``fit`` is the behaviour-cloning optimisation itself, ``TrainConfig``).
 
-    With ``refit`` every iteration trains a fresh policy for ``train.steps`` (normalisation from
-    that iteration's data): the policy is the clone of the library as it now stands, whose latest
-    segments are mostly the policy's own successes. Without it, a node's first iteration starts a
-    new stage (fresh normalisation, ``train.steps``) and later ones fine-tune the weights for
-    ``finetune_steps``.
+    ``refit``: every iteration clones a fresh policy from the library as it now stands (fresh
+    normalisation, ``fit.steps``); off, a node's first iteration starts a new stage and later
+    ones fine-tune the weights for ``finetune_steps``. Each iteration's data are the latest
+    ``max_segments`` segments of each skill.
 
-    With ``select_episodes`` > 0 the newly trained policy is a *candidate*: it and the current
-    policy run closed loop on that many selection tasks of the node and of each node it keeps
-    (its ancestors and the other mastered nodes; fresh each iteration, from a seed stream that
-    neither exploration nor the held-out evaluation uses), and the candidate replaces the current
-    policy only if it scores at least as well there (:func:`selection_score`: first the least
-    total shortfall below the nodes' mastery bars, then the mean success; a node's first
-    training always takes it). Cloned policies differ by 10-60 points of closed-loop success
-    between training seeds on the same data (README), so picking by rollouts, as robomimic
-    picks checkpoints, keeps a bad draw from undoing a good one.
+    ``select_episodes`` > 0 makes a newly trained policy a *candidate*: it and the current policy
+    run closed loop on that many fresh selection tasks of the node and of each node it keeps
+    (from a seed stream neither exploration nor the held-out evaluation uses), and the candidate
+    replaces the current policy only if it scores at least as well there
+    (``selection.selection_score``: least total shortfall below the bars first, then mean
+    success; a node's first training always takes it). Clones of the same data differ a lot
+    between training seeds, so rollouts pick, as robomimic picks checkpoints.
 
-    ``candidates`` > 1 trains that many policies per iteration, each from its own seeds, and the
-    selection tasks pick the best of them (it then faces the current policy as above): the seed
-    lottery is drawn several times instead of once. It needs ``select_episodes`` > 0.
-
-    ``redraws``: while no candidate holds every bar on the selection tasks (the node's and those
-    it keeps), train up to that many more rounds of ``candidates`` clones per data set, each from
-    its own seeds, and choose among them all. Clones of one data set are often bimodal: of six
-    catch clones of seed 4's data, one kept flip (98%) and four flipped 0-2%; of eight flip
-    clones rehearsing scoop, four flipped 0-6% and four 60-86% (README, "A new stage's
-    clones"). A round costs a training and its selection episodes, and only where a bar is
-    missed (a node still short of its own bar draws every round). It needs ``select_episodes``
-    > 0.
+    ``candidates`` > 1 trains that many policies per round, each from its own seeds, and the
+    selection tasks pick the best. ``redraws``: while no candidate holds every bar, up to that
+    many more rounds are trained and all compete (clones of one data set are often bimodal:
+    some keep the earlier skills, some forget them).
 
     ``compare_examples``: when a node's first search ends with an answer under
-    ``explore.demo_bar``, clone both the search's successes and the answer's successful
-    demonstrations (``SearchResult.contenders``, ``candidates`` policies each) and let the
-    selection tasks decide, on the node's own success first (a clone's forgetting of the other
-    skills is its training seed's draw; the set is kept for good); only the winning set's
-    segments enter the library. The policy kept is chosen apart, by :func:`selection_score`
-    like any other: in three of six such comparisons the clone of the better set for the node
-    had lost an ancestor (flip 24% and 20%, scoop 18%) where the other clone held it (82%, 98%,
-    100%). Below the bar neither set is reliably the better teacher (README, "Which examples
-    below the bar"): the demonstrations of a flip answer at ~90%
-    cloned to 52-55% against 53-79% from the search's successes, those of a catch answer at 87%
-    to 79-82% against 29-61%. It needs ``select_episodes`` > 0. Off, the bar alone decides (the
-    search's successes).
+    ``explore.demo_bar``, both the search's successes and the answer's demonstrations are cloned
+    and the selection tasks decide on the node's own success (below the bar neither set is
+    reliably the better teacher); only the winning set enters the library.
 
-    ``split_sources``: in a node's later iterations, clone each teacher's segments apart (the
-    latest ``max_segments`` of the motion primitives' successes, the first search's examples
-    among them, and of the policy's own noisy successes; :func:`segment_source`), ``candidates``
-    policies each, and let selection choose; a kept node is then rehearsed from the source its
-    policy was last cloned from. Offline, one flip library's primitive segments cloned to
-    99/100% and its latest policy segments to 86/95%, but the two mixed to 40/43% (README,
-    "One teacher per clone"). It needs ``select_episodes`` > 0. Off, the latest ``max_segments``
-    segments whatever their source. ``min_source_segments``: a source with fewer segments is
-    not cloned on its own while another source has enough, except in consolidation, which
-    fine-tunes the kept policy. In the previous release's five full runs, selection took a
-    fresh policy-source clone only at 234 and 252 segments, none of the six from 47-180 (one
-    from 74 flipped 0%), and each costs a training (~15 min for the image policy); a
-    consolidation's fine-tune on 47 was taken.
+    ``split_sources``: later iterations clone each teacher's segments apart (the primitives' and
+    the policy's own; ``datasets.segment_source``) and let selection choose, since mixing two
+    teachers' motions blurs both; a kept node is then rehearsed from the source its policy was
+    last cloned from. ``min_source_segments``: a source with fewer segments is not cloned on its
+    own while another has enough (except when consolidating, which fine-tunes the kept policy).
 
-    ``workers``: how many of a round's clones (its data sets times ``candidates``) train at
-    once, each in a process of its own (:func:`~robo_coevolve.learn.fit_clones`; None: one per
-    core, 1: one after another in this process). The clones are the same either way."""
+    ``compare_examples``, ``split_sources``, ``candidates`` > 1 and ``redraws`` need
+    ``select_episodes`` > 0.
+
+    ``workers``: how many of a round's clones train at once, each in a process of its own
+    (``learn.fit_clones``; None: one per core, 1: one after another in this process). The clones
+    are the same either way."""
 
     fit: TrainConfig = field(default_factory=TrainConfig)
     finetune_steps: int = 1000
@@ -187,8 +163,8 @@ class CoEvolveConfig:
     weight, once it holds variants beyond the node's own distribution: their success counts beside
     the node's own in the selection score's mean (with no bar of its own), so that a new clone
     that only ties on the node's own tasks does not replace one that does better on the pool's.
-    Without it, a clone that tied at 100% replaced one that scored 14 points more on the held-out
-    hard set (README, "Co-evolving the tasks")."""
+    Without it, a clone that only tied on the node's own tasks could replace one that did better
+    on the pool's hard variants."""
 
     synthesizer: TaskSynthesizer | None = None
     adversary: TaskAdversary | None = None
