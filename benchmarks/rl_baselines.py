@@ -317,7 +317,7 @@ def table(report: dict[str, Any]) -> str:
         "| method | skill | seed | held-out success | train minutes | env steps |",
         "|---|---|---|--:|--:|--:|",
     ]
-    for r in sorted(report["runs"], key=lambda r: (r["skill"], r["algo"], r["seed"])):
+    for r in sorted(report["runs"], key=lambda r: (SKILLS.index(r["skill"]), r["algo"], r["seed"])):
         lines.append(
             f"| {r['algo'].upper()} | {r['skill']} | {r['seed']} | {r['held_out']['success']:.0%} "
             f"| {r['train_minutes']:.1f} | {r['env_steps']:,} |"
