@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing
 import os
 import platform
@@ -109,7 +108,7 @@ def make_env(skill: str) -> gymnasium.Env:
 def deadline_callback(seconds: float):
     """An SB3 callback that stops training after ``seconds`` of wall clock and keeps a learning
     curve: success rate, dense return and peak progress of the last training episodes."""
-    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.callbacks import BaseCallback  # SB3 and torch load only to train
 
     class Deadline(BaseCallback):
         def _on_training_start(self) -> None:
@@ -136,7 +135,7 @@ def deadline_callback(seconds: float):
             return elapsed < seconds
 
         def point(self, elapsed: float) -> dict[str, float]:
-            mean = lambda xs: float(np.mean(xs)) if xs else math.nan  # noqa: E731
+            mean = lambda xs: float(np.mean(xs)) if xs else None  # noqa: E731 (None: no episode yet)
             return {
                 "minutes": elapsed / 60,
                 "env_steps": int(self.num_timesteps),
@@ -204,13 +203,14 @@ def train_and_evaluate(
     model.learn(total_timesteps=10**12, callback=callback)
     train_seconds = time.perf_counter() - start
     for point in callback.curve:
-        print(
-            f"[{algo} {skill} seed {seed}] {point['minutes']:5.1f} min {point['env_steps']:>8} steps: "
-            f"train success {point['success']:.0%}, return {point['return']:+.3f}, "
-            f"peak progress {point['peak_progress']:.2f}",
-            file=sys.stderr,
-            flush=True,
-        )
+        if point["success"] is not None:
+            print(
+                f"[{algo} {skill} seed {seed}] {point['minutes']:5.1f} min {point['env_steps']:>8} steps: "
+                f"train success {point['success']:.0%}, return {point['return']:+.3f}, "
+                f"peak progress {point['peak_progress']:.2f}",
+                file=sys.stderr,
+                flush=True,
+            )
     if normalize is not None:
         normalize.training = False
     start = time.perf_counter()
