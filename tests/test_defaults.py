@@ -99,3 +99,13 @@ def test_presets_change_only_what_they_name():
 def test_the_synthesizer_runs_at_the_env_rate():
     cfg = compose("coevolve=default", "env.control_hz=25")
     assert cfg.coevolve.synthesizer.control_hz == 25
+
+
+def test_the_env_thresholds_judge_the_loop_trials_and_replays(tmp_path):
+    """``env.thresholds.*`` reach what scores the loop's trials (the backend) and the refiner's
+    replays, not only an env built from the env group."""
+    cfg = compose("env.thresholds.crack_force=20.0", "env.thresholds.hold_time=0.3")
+    workspace = EvolveWorkspace(cfg, tmp_path)
+    assert workspace.refiner.thresholds.crack_force == 20.0
+    with workspace.backend() as backend:
+        assert backend.thresholds.crack_force == 20.0 and backend.thresholds.hold_time == 0.3

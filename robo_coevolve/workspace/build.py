@@ -13,10 +13,11 @@ class ConfigError(ValueError):
     """A config value that cannot build its component; the message names the group and why."""
 
 
-def build(cfg: DictConfig, group: str) -> Any:
-    """Instantiate ``cfg`` (the ``group`` config), turning Hydra's wrapped errors into one line."""
+def build(cfg: DictConfig, group: str, **given: Any) -> Any:
+    """Instantiate ``cfg`` (the ``group`` config) with ``given`` arguments from the run (e.g. the
+    env's scoring thresholds), turning Hydra's wrapped errors into one line."""
     try:
-        return hydra.utils.instantiate(cfg, _convert_="all")
+        return hydra.utils.instantiate(cfg, _convert_="all", **given)
     except InstantiationException as e:
         cause = e.__cause__ or e
         raise ConfigError(f"config group {group!r}: {type(cause).__name__}: {cause}") from None

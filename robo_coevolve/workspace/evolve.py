@@ -84,7 +84,9 @@ class EvolveWorkspace:
             self.backend_config = backend_config(e.backend)
         except ValueError as err:
             raise ConfigError(str(err)) from None
-        self.refiner = build(cfg.refine, "refine")
+        # the env group's scoring thresholds judge every trial: the explorer's, the refiner's replays
+        self.thresholds = build(cfg.env.thresholds, "env.thresholds")
+        self.refiner = build(cfg.refine, "refine", thresholds=self.thresholds)
         self.refine_successes = refine_successes
 
     def stored_config(self) -> dict[str, Any]:
@@ -100,7 +102,9 @@ class EvolveWorkspace:
 
     def backend(self):
         """A new rollout backend as configured (``explore.backend``)."""
-        return hydra.utils.instantiate(self.backend_config, control_hz=self.cfg.env.control_hz)
+        return hydra.utils.instantiate(
+            self.backend_config, control_hz=self.cfg.env.control_hz, thresholds=self.thresholds
+        )
 
     def run(self) -> dict:
         backend = self.backend()

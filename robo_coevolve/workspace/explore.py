@@ -107,7 +107,8 @@ class ExploreWorkspace:
         if refine_successes < 0:
             raise ValueError(f"workspace.refine_successes={refine_successes} must be >= 0")
         self.refine_successes = refine_successes
-        self.refiner = hydra.utils.instantiate(cfg.refine, _convert_="all") if refine_successes else None
+        self.thresholds = build(cfg.env.thresholds, "env.thresholds")  # judge every trial, replays too
+        self.refiner = build(cfg.refine, "refine", thresholds=self.thresholds) if refine_successes else None
         # Build (and so validate) every task distribution before any work starts.
         self.tasks = {skill: self._tasks(skill) for skill in self.skills}
 
@@ -116,7 +117,9 @@ class ExploreWorkspace:
 
     def run(self) -> dict:
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        backend = hydra.utils.instantiate(self.backend_config, control_hz=self.cfg.env.control_hz)
+        backend = hydra.utils.instantiate(
+            self.backend_config, control_hz=self.cfg.env.control_hz, thresholds=self.thresholds
+        )
         library = SkillLibrary(self.output_dir / "library") if self.refiner else None
         summary: dict[str, dict] = {}
         try:
