@@ -1,0 +1,1 @@
+"""Benchmark commands, run from the repository root as ``python -m benchmarks.<command>``."""
