@@ -32,7 +32,7 @@ class Budget:
 
     With ``past_mastery``, the nodes in ``until`` are trained on, as if not yet mastered, until
     ``iterations`` or ``minutes`` run out: the last of them once all are mastered. Benchmarks
-    use it to compare arms at the same trial budget (``benchmarks/coevolve_report.py``)."""
+    use it to compare arms at the same trial budget (``python -m benchmarks.coevolve``)."""
 
     iterations: int = 6
     minutes: float | None = None

@@ -22,10 +22,10 @@ noise around the start pose, no primitives) at two temperatures, the primitives'
 random parameters, i.e. the search's first generation forever), and the random-init MLP policy
 with pink noise (closed loop).
 
-    python benchmarks/explore_success.py [--skills scoop flip catch] [--seeds 0 1] [--budget 3000]
-    python benchmarks/explore_success.py --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
+    python -m benchmarks.explore search [--skills scoop flip catch] [--seeds 0 1] [--budget 3000]
+    python -m benchmarks.explore search --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
         --target 0.9 --demos 300 --eval 400 --baseline 0    # restarts: best of k by demonstrations
-    python benchmarks/explore_success.py --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
+    python -m benchmarks.explore search --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
         --target 0.9 --demos 300 --eval 400 --baseline 0 --polish   # the same answers, polished
 """
 
@@ -33,33 +33,27 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import os
 import platform
 import time
 from datetime import UTC, datetime
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import mujoco
+import numpy as np
 
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
-
-from robo_coevolve.explore import primitives  # noqa: E402
-from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.explore.closed_loop import policy_episodes  # noqa: E402
-from robo_coevolve.explore.noise import NoiseSpec  # noqa: E402
-from robo_coevolve.explore.open_loop import Trial, noise_trials  # noqa: E402
-from robo_coevolve.explore.plans import PrimitivePlan  # noqa: E402
-from robo_coevolve.explore.random_policy import RandomMLPPolicy  # noqa: E402
-from robo_coevolve.explore.search import PolishConfig, PrimitiveSearch, evaluate_params  # noqa: E402
-from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
+from robo_coevolve.evaluation import rate, seeds, write_json
+from robo_coevolve.explore import primitives
+from robo_coevolve.explore.backend import LocalBackend
+from robo_coevolve.explore.closed_loop import policy_episodes
+from robo_coevolve.explore.noise import NoiseSpec
+from robo_coevolve.explore.open_loop import Trial, noise_trials
+from robo_coevolve.explore.plans import PrimitivePlan
+from robo_coevolve.explore.random_policy import RandomMLPPolicy
+from robo_coevolve.explore.search import PolishConfig, PrimitiveSearch, evaluate_params
+from robo_coevolve.task_distribution import TaskDistribution
 
 ROLL = primitives.NAMES.index("toss_roll")
-
-
-def rate(trajs) -> float:
-    return float(np.mean([t.success for t in trajs])) if trajs else 0.0
 
 
 def search_figures(skill, seed, budget, n_eval, select, backend, target=None, demos=0, polish=None) -> dict:
@@ -77,13 +71,15 @@ def search_figures(skill, seed, budget, n_eval, select, backend, target=None, de
     seconds = time.perf_counter() - start
     first = next((i + 1 for i, s in enumerate(outcomes) if s), None)
     blocks = [float(np.mean(outcomes[i : i + 500])) for i in range(0, len(outcomes), 500)]
-    held_out = rate(evaluate_params(result.best_params, tasks, backend, n_eval, seed=10_000 + seed))
-    per_mode = [rate(evaluate_params(m, tasks, backend, n_eval, seed=10_000 + seed)) for m in result.modes]
+    held_out = rate(evaluate_params(result.best_params, tasks, backend, n_eval, seed=seeds.SEARCH + seed))
+    per_mode = [
+        rate(evaluate_params(m, tasks, backend, n_eval, seed=seeds.SEARCH + seed)) for m in result.modes
+    ]
     rolls = [float(primitives.physical(m)["toss_roll"]) for m in result.modes]
     unpolished = held_out
     if result.polish is not None and "answer" in result.polish:
         answer = np.asarray(result.polish["answer"])
-        unpolished = rate(evaluate_params(answer, tasks, backend, n_eval, seed=10_000 + seed))
+        unpolished = rate(evaluate_params(answer, tasks, backend, n_eval, seed=seeds.SEARCH + seed))
     return {
         "skill": skill,
         "seed": seed,
@@ -115,7 +111,7 @@ def best_of(searches: list[dict], k: int) -> tuple[float, float, int]:
 
 def baseline_figures(skill, n, backend) -> dict:
     tasks = TaskDistribution.for_skill(skill)
-    rng = np.random.default_rng(123)
+    rng = np.random.default_rng(seeds.BASELINE)
     out = {"skill": skill, "trials": n}
     for temperature in (0.1, 0.3):
         trials = noise_trials(tasks, n, NoiseSpec("pink", temperature), rng)
@@ -133,8 +129,7 @@ def baseline_figures(skill, n, backend) -> dict:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skills", nargs="+", default=["scoop", "flip", "catch"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--budget", type=int, default=3000, help="trials per search")
@@ -148,7 +143,9 @@ def main() -> None:
     parser.add_argument("--polish", action="store_true", help="polish each answer (explore.polish)")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> None:
 
     polish = None
     if args.polish:
@@ -235,10 +232,4 @@ def main() -> None:
             )
     machine = f"{platform.machine()}, {os.cpu_count()} cores, mujoco {mujoco.__version__}"
     print(f"\n{machine}; {datetime.now(UTC):%Y-%m-%d %H:%M UTC}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"searches": searches, "baselines": baselines, "machine": machine}, f, indent=2)
-
-
-if __name__ == "__main__":
-    main()
+    write_json(args.json, {"searches": searches, "baselines": baselines, "machine": machine})
