@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from robo_coevolve.evaluation import load_run, seeds, table, write_json
+from robo_coevolve.evaluation import config_fields, load_run, seeds, table, write_json
 from robo_coevolve.evolve.run_state import checkpoint_name
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.explore.closed_loop import PolicyEpisode
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> None:
     overrides = OmegaConf.from_dotlist(args.schedule)
     schedule = hydra.utils.instantiate(OmegaConf.merge(cfg["explore"]["schedule"], overrides))
     refine_cfg = copy.deepcopy(cfg["refine"])
-    gate = NoveltyGate(**refine_cfg["novelty"])
+    gate = NoveltyGate(**config_fields(refine_cfg["novelty"]))
     refine_cfg["novelty"] = {"min_distance": 0.0, "penalty": 0.0, "scale": gate.scale}
     refiner: Refiner = hydra.utils.instantiate(refine_cfg, _convert_="all")
     modes = state.nodes[args.node]["modes"]

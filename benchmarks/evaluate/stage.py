@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from robo_coevolve.evaluation import load_run, seeds, stored_indices, table, train_settings, write_json
+from robo_coevolve.evaluation import config_fields, load_run, seeds, stored_indices, table, write_json
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy
 from robo_coevolve.learn.distill import Distiller
@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> None:
     kept = [n for n in tree.kept(node.name) if n.skill != node.skill]
     train_section = state.config["train"]
     limit = int(train_section["max_segments"])
-    policy_config = PolicyConfig(**train_settings(state.config["policy"], args.policy))
-    config = TrainConfig(**{**train_settings(train_section["fit"], args.train), "progress": False})
+    policy_config = PolicyConfig(**config_fields(state.config["policy"], args.policy))
+    config = TrainConfig(**{**config_fields(train_section["fit"], args.train), "progress": False})
     library = SkillLibrary(r.dir / "library")
     image = policy_config.image_size if policy_config.use_image else None
 

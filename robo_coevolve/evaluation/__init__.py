@@ -1,7 +1,7 @@
 """Evaluation shared by the benchmark commands: held-out seed streams, task sets, success
 outcomes, paired margins with 95% intervals, BC-once clones, and markdown/JSON output."""
 
-from robo_coevolve.evaluation.clones import bc_once, stored_indices, train_settings
+from robo_coevolve.evaluation.clones import bc_once, config_fields, stored_indices
 from robo_coevolve.evaluation.output import table, write_json
 from robo_coevolve.evaluation.runs import Run, load_run
 from robo_coevolve.evaluation.stats import by_mass, outcomes, paired_margin, rate
@@ -21,6 +21,6 @@ __all__ = [
     "scoop_set",
     "stored_indices",
     "table",
-    "train_settings",
+    "config_fields",
     "write_json",
 ]

@@ -16,8 +16,9 @@ from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
 
 
-def train_settings(section: dict, overrides: str = "{}") -> dict:
-    """A config section's fields with ``overrides`` (a JSON object) applied, its target dropped."""
+def config_fields(section: dict, overrides: str = "{}") -> dict:
+    """A resolved config section's fields (``RunState.config``) with ``overrides`` (a JSON object)
+    applied, its ``_target_`` dropped: the keyword arguments of the class it configures."""
     return {k: v for k, v in {**section, **json.loads(overrides)}.items() if k != "_target_"}
 
 
@@ -50,7 +51,7 @@ def bc_once(
     ``extras``, rows added to the node's own (None: none); the library is read once and every
     clone trains in one pool."""
     section = run.state.config["train"]
-    train = TrainConfig(**{**train_settings(section["fit"]), "progress": False})
+    train = TrainConfig(**{**config_fields(section["fit"]), "progress": False})
     library = SkillLibrary(run.dir / "library")
     image = config.image_size if config.use_image else None
 
