@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from robo_coevolve.evaluation import HARD, STANDARD, load_run, scoop_set, seeds, write_json
+from robo_coevolve.evaluation import HARD, STANDARD, load_run, rate, scoop_set, seeds, table, write_json
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params
 from robo_coevolve.learn import evaluate_policy
@@ -122,7 +122,7 @@ def probe(backend, args) -> tuple[dict[str, float], dict[str, dict[str, float]]]
             trajs = evaluate_params(
                 result.best_params, scoop_set(target), backend, args.hard, seed=seeds.HARD_SET + i
             )
-            cross[name][target] = float(np.mean([t.success for t in trajs]))
+            cross[name][target] = rate(trajs)
         print(f"probe {name}: a search of its own reaches {cross[name][name]:.0%}", flush=True)
     return {v: cross[v][v] for v in HARD}, cross
 
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
                 with LocalBackend(workers=args.workers) as backend:
                     new = evaluate_arm(run_dir, backend, args)
                 res = {**new, "hard_episodes": args.hard, "wall_s": res.get("wall_s") or wall}
-                cache.write_text(json.dumps(res, indent=1))
+                write_json(cache, res)
             results.setdefault(arm, {})[seed] = res
             print(
                 f"{arm} seed {seed}, {res['iterations']} iterations: hard {res['hard']:.1%} standard {res['standard']:.1%} "
@@ -209,38 +209,33 @@ def main(argv: list[str] | None = None) -> None:
         f"\nscoop, {args.iterations} iterations, seeds {args.seeds}; hard set {n_hard} episodes per seed "
         f"({len(HARD)} variants x {args.hard}), standard set {args.standard}\n"
     )
-    print(
-        "| arm | trials | hard set | standard set | "
-        + " | ".join(HARD)
-        + " | library | diversity by iteration |"
-    )
-    print("|---|--:|--:|--:|" + "--:|" * len(HARD) + "--:|---|")
+    lines = []
     for arm, by_seed in results.items():
         rs = list(by_seed.values())
         per = [np.mean([r["hard_variants"][v] for r in rs]) for v in HARD]
         n = min(len(r["diversity"]) for r in rs)  # matched arms may run more iterations
         div = np.mean([r["diversity"][:n] for r in rs], axis=0)
-        print(
-            f"| {arm} | {np.mean([r['trials'] for r in rs]):,.0f} | {np.mean([r['hard'] for r in rs]):.1%} | "
-            f"{np.mean([r['standard'] for r in rs]):.1%} | "
-            + " | ".join(f"{p:.0%}" for p in per)
-            + f" | {np.mean([r['library'] for r in rs]):.0f} | {' '.join(f'{d:.3f}' for d in div)} |"
+        lines.append(
+            [arm, f"{np.mean([r['trials'] for r in rs]):,.0f}", f"{np.mean([r['hard'] for r in rs]):.1%}"]
+            + [f"{np.mean([r['standard'] for r in rs]):.1%}", *(f"{p:.0%}" for p in per)]
+            + [f"{np.mean([r['library'] for r in rs]):.0f}", " ".join(f"{d:.3f}" for d in div)]
         )
     if probed:
-        print(
-            f"| a primitive search on each variant alone ({args.probe:,} trials each) | | "
-            f"{np.mean(list(probed.values())):.1%} | | "
-            + " | ".join(f"{probed[v]:.0%}" for v in HARD)
-            + " | | |"
+        lines.append(
+            [f"a primitive search on each variant alone ({args.probe:,} trials each)", ""]
+            + [f"{np.mean(list(probed.values())):.1%}", "", *(f"{probed[v]:.0%}" for v in HARD), "", ""]
         )
+    columns = ["arm", "trials", "hard set", "standard set", *HARD, "library", "diversity by iteration"]
+    print(table(columns, lines))
+    if probed:
         results["probe"] = probed
         sets = [*HARD, STANDARD]
         print("\nEach search's answer (rows) run on every set's held-out episodes (columns):\n")
-        print("| the answer of a search on | " + " | ".join(sets) + " | mean of the hard set |")
-        print("|---|" + "--:|" * (len(sets) + 1))
-        for name, row in cross.items():
-            hard = np.mean([row[v] for v in HARD])
-            print(f"| {name} | " + " | ".join(f"{row[v]:.0%}" for v in sets) + f" | {hard:.1%} |")
+        lines = [
+            [name, *(f"{row[v]:.0%}" for v in sets), f"{np.mean([row[v] for v in HARD]):.1%}"]
+            for name, row in cross.items()
+        ]
+        print(table(["the answer of a search on", *sets, "mean of the hard set"], lines))
         results["probe_cross"] = cross
     write_json(args.out / "report.json", results)
 

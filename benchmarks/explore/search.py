@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 import mujoco
 import numpy as np
 
-from robo_coevolve.evaluation import rate, seeds, write_json
+from robo_coevolve.evaluation import rate, seeds, table, write_json
 from robo_coevolve.explore import primitives
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.explore.closed_loop import policy_episodes
@@ -177,59 +177,56 @@ def run(args: argparse.Namespace) -> None:
     print(
         f"\nPrimitive search, budget {args.budget} trials, held-out = {args.eval} fresh tasks without noise"
     )
-    print(
-        "| skill | seed | first success (trial) | search success per 500 trials | held-out, answer | held-out, best mode | mode rolls (rad) | wall |"
-    )
-    print("|---|--:|--:|---|--:|--:|---|--:|")
-    for s in searches:
-        blocks = " ".join(f"{b:.0%}" for b in s["blocks_of_500"])
-        rolls = " ".join(f"{r:+.1f}" for r in s["mode_rolls"])
-        print(
-            f"| {s['skill']} | {s['seed']} | {s['first_success']} | {blocks} | {s['held_out']:.1%} | "
-            f"{s['best_mode_held_out']:.1%} | {rolls} | {s['seconds']:.0f} s |"
-        )
+    columns = ["skill", "seed", "first success (trial)", "search success per 500 trials", "held-out, answer"]
+    columns += ["held-out, best mode", "mode rolls (rad)", "wall"]
+    lines = [
+        [s["skill"], s["seed"], s["first_success"], " ".join(f"{b:.0%}" for b in s["blocks_of_500"])]
+        + [
+            f"{s['held_out']:.1%}",
+            f"{s['best_mode_held_out']:.1%}",
+            " ".join(f"{r:+.1f}" for r in s["mode_rolls"]),
+        ]
+        + [f"{s['seconds']:.0f} s"]
+        for s in searches
+    ]
+    print(table(columns, lines))
     if args.demos:
         print(f"\nKeeping the best-demonstrating of k searches ({args.demos} demonstrations each)")
-        print(
-            "| skill | searches' demo success | k | held-out of the kept answer: mean | worst | also best held out |"
-        )
-        print("|---|---|--:|--:|--:|--:|")
+        lines = []
         for skill in args.skills:
             mine = [s for s in searches if s["skill"] == skill]
             demos = " ".join(f"{s['demo_success']:.1%}" for s in mine)
             for k in range(1, min(3, len(mine)) + 1):
                 mean, worst, right = best_of(mine, k)
-                n = math.comb(len(mine), k)
-                print(f"| {skill} | {demos} | {k} | {mean:.1%} | {worst:.1%} | {right} of {n} |")
+                lines.append(
+                    [skill, demos, k, f"{mean:.1%}", f"{worst:.1%}", f"{right} of {math.comb(len(mine), k)}"]
+                )
+        columns = ["skill", "searches' demo success", "k", "held-out of the kept answer: mean", "worst"]
+        print(table([*columns, "also best held out"], lines, left=2))
     if polish is not None:
         print(f"\nPolished answers ({polish.trials} trials, {polish.tasks} shared tasks per candidate)")
-        print("| skill | seed | held-out before | held-out kept | check: answer / polished | adopted |")
-        print("|---|--:|--:|--:|--:|---|")
+        lines = []
         for s in searches:
             p = s["polish"] or {}
             check = " / ".join(f"{c:.1%}" for c in p.get("check", [])) or p.get("skipped", "-")
-            print(
-                f"| {s['skill']} | {s['seed']} | {s['held_out_before_polish']:.1%} | {s['held_out']:.1%} | "
-                f"{check} | {p.get('adopted', False)} |"
+            lines.append(
+                [s["skill"], s["seed"], f"{s['held_out_before_polish']:.1%}", f"{s['held_out']:.1%}", check]
+                + [p.get("adopted", False)]
             )
+        columns = ["skill", "seed", "held-out before", "held-out kept", "check: answer / polished", "adopted"]
+        print(table(columns, lines))
         polished = [s for s in searches if s["polish"] and "answer" in s["polish"]]
         if polished:
             before = np.mean([s["held_out_before_polish"] for s in polished])
             after = np.mean([s["held_out"] for s in polished])
             print(f"mean over {len(polished)} polished searches: {before:.1%} -> {after:.1%}")
     if baselines:
-        print(
-            f"\nBaselines, {args.baseline} trials each (random-init policy: {baselines[0]['policy episodes']} episodes)"
-        )
-        print(
-            "| skill | smooth noise T=0.1 | smooth noise T=0.3 | random primitives | random-init policy + noise |"
-        )
-        print("|---|--:|--:|--:|--:|")
-        for b in baselines:
-            print(
-                f"| {b['skill']} | {b['noise T=0.1']:.1%} | {b['noise T=0.3']:.1%} | {b['random primitives']:.1%} | "
-                f"{b['random-init policy']:.1%} |"
-            )
+        episodes = baselines[0]["policy episodes"]
+        print(f"\nBaselines, {args.baseline} trials each (random-init policy: {episodes} episodes)")
+        arms = ["noise T=0.1", "noise T=0.3", "random primitives", "random-init policy"]
+        lines = [[b["skill"], *(f"{b[arm]:.1%}" for arm in arms)] for b in baselines]
+        columns = ["skill", "smooth noise T=0.1", "smooth noise T=0.3", "random primitives"]
+        print(table([*columns, "random-init policy + noise"], lines))
     machine = f"{platform.machine()}, {os.cpu_count()} cores, mujoco {mujoco.__version__}"
     print(f"\n{machine}; {datetime.now(UTC):%Y-%m-%d %H:%M UTC}")
     write_json(args.json, {"searches": searches, "baselines": baselines, "machine": machine})

@@ -72,6 +72,9 @@ def run(args: argparse.Namespace) -> None:
                 continue
             shown = evaluate_params(answer.best_params, scoop_set(STANDARD), backend, args.demos, seeds.DEMOS)
             segments, _ = refiner.refine([t for t in shown if t.success], None, iteration=1)
+            if not segments:
+                print(f"{name}: the refiner kept none of its answer's {len(shown)} demonstrations")
+                continue
             torch.manual_seed(args.seed)
             policy = VLAPolicy(policy_config)
             BCTrainer(policy, TrainConfig(seed=args.seed, steps=args.steps)).fit(

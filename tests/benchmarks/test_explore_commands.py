@@ -16,7 +16,7 @@ def test_search_reports_held_out_success_and_the_random_baselines(tmp_path):
         json_path=tmp_path / "s.json",
     )
     (search,) = report["searches"]
-    assert search["trials"] <= 200 and is_rate(search["held_out"])
+    assert 200 <= search["trials"] <= 300 and is_rate(search["held_out"])  # at most a generation over
     assert search["best_mode_held_out"] >= 0.0
     (baseline,) = report["baselines"]
     assert all(is_rate(baseline[k]) for k in ("noise T=0.1", "noise T=0.3", "random primitives"))
