@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # One iteration that masters scoop at a token threshold (as tests/evolve/test_loop.py's tiny run):
-# a search answer, segments of iteration 1, a checkpoint and metrics, in about a minute.
+# a search answer, segments of iteration 1, a checkpoint and metrics.
 TINY = [
     "seed=0",
     "budget.iterations=1",
