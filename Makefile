@@ -35,7 +35,7 @@ lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 bench: setup
-	$(BIN)/python benchmarks/suite.py $(ARGS)
+	$(BIN)/python -m benchmarks.speed $(ARGS)
 
 # Re-pin constraints.txt to what the venv holds now (after upgrading a package and running the tests).
 lock: setup

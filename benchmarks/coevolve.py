@@ -1,6 +1,6 @@
 """Uniform task sampling vs CoEvolve synthesis at the same trial budget, on held-out hard tasks.
 
-    python benchmarks/coevolve_report.py --out runs/coevolve_report [--iterations 4] [--seeds 0 1]
+    python -m benchmarks.coevolve --out runs/coevolve_report [--iterations 4] [--seeds 0 1]
 
 Each arm runs the evolution loop on scoop (``python -m robo_coevolve``, with
 ``budget.past_mastery=true`` so that every arm runs all its iterations and spends the same
@@ -15,7 +15,7 @@ trials, mastered or not) with the same seed:
   diversity without diversity pressure.
 
 Then each arm's final policy runs without noise on a **hard set** of task variants it never
-trained on (heavier and lighter eggs, lower friction, off-centre eggs; ``HARD``), ``--hard``
+trained on (heavier and lighter eggs, lower friction, off-centre eggs; ``evaluation.HARD``), ``--hard``
 episodes each, and on ``--standard`` tasks of the node's own distribution, all drawn from a seed
 the loops never used. Printed: success per arm on each, trials spent, and the library's diversity
 (mean pairwise feature distance of stored segments, ``refine.novelty.mean_pairwise_distance``)
@@ -37,40 +37,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+from robo_coevolve.evaluation import HARD, STANDARD, load_run, rate, scoop_set, seeds, table, write_json
+from robo_coevolve.explore.backend import LocalBackend
+from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params
+from robo_coevolve.learn import evaluate_policy
+from robo_coevolve.library import SkillLibrary
+from robo_coevolve.refine.novelty import mean_pairwise_distance
 
-from robo_coevolve.evolve.run_state import RunState  # noqa: E402
-from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.explore.search import PrimitiveSearch, evaluate_params  # noqa: E402
-from robo_coevolve.learn import evaluate_policy  # noqa: E402
-from robo_coevolve.library import SkillLibrary  # noqa: E402
-from robo_coevolve.policy import VLAPolicy  # noqa: E402
-from robo_coevolve.refine.novelty import mean_pairwise_distance  # noqa: E402
-from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
-
-HELD_OUT_SEED = 515_151
-STANDARD = "standard"
-# The hard held-out variants of scoop: each a TaskDistribution.for_skill override. Each must be
-# solvable (``--probe``): a 90 g egg was not (0 of 1,500 primitive-search trials: it slides off
-# the blade, or the contact diverges), so it scored 0% for every arm and measured nothing; 80 g is
-# the heaviest we found a search to solve.
-HARD = {
-    "heavy egg (80 g)": dict(egg_mass=0.08, egg_mass_range=0.05),
-    "light egg (30 g)": dict(egg_mass=0.03, egg_mass_range=0.05),
-    "slippery pan (0.6)": dict(egg_pan_friction=0.6),
-    "slippery blade (0.3)": dict(egg_blade_friction=0.3),
-    "off-centre (+3, +3 cm)": dict(egg_offset=(0.03, 0.03), egg_offset_range=0.01),
-    "off-centre (-3, -3 cm)": dict(egg_offset=(-0.03, -0.03), egg_offset_range=0.01),
-}
 ARMS = {
     "uniform": ["coevolve=off"],
     "coevolve": ["coevolve=default"],
@@ -128,33 +109,37 @@ def probe(backend, args) -> tuple[dict[str, float], dict[str, dict[str, float]]]
     """A primitive search of its own on each hard variant and on the standard distribution, and
     each search's answer run on the held-out episodes of every one of them. Returns (per hard
     variant: its own answer's success there; per answer: its success on each set)."""
-    sets = {**HARD, STANDARD: {}}
+    sets = [*HARD, STANDARD]
     answers = {}
-    for i, (name, overrides) in enumerate(sets.items()):
-        tasks = TaskDistribution.for_skill("scoop", **overrides)
-        answers[name] = PrimitiveSearch(tasks, backend, seed=i).run(args.probe, target=0.9, select_trials=50)
+    for i, name in enumerate(sets):
+        answers[name] = PrimitiveSearch(scoop_set(name), backend, seed=i).run(
+            args.probe, target=0.9, select_trials=50
+        )
     cross: dict[str, dict[str, float]] = {}
     for name, result in answers.items():
         cross[name] = {}
-        for i, (target, overrides) in enumerate(sets.items()):
-            tasks = TaskDistribution.for_skill("scoop", **overrides)
-            trajs = evaluate_params(result.best_params, tasks, backend, args.hard, seed=HELD_OUT_SEED + i)
-            cross[name][target] = float(np.mean([t.success for t in trajs]))
+        for i, target in enumerate(sets):
+            trajs = evaluate_params(
+                result.best_params, scoop_set(target), backend, args.hard, seed=seeds.HARD_SET + i
+            )
+            cross[name][target] = rate(trajs)
         print(f"probe {name}: a search of its own reaches {cross[name][name]:.0%}", flush=True)
     return {v: cross[v][v] for v in HARD}, cross
 
 
 def evaluate_arm(run_dir: Path, backend, args) -> dict:
-    state = RunState.load(run_dir)
-    policy = VLAPolicy.from_pretrained(run_dir / state.checkpoint)
-    hard = {}
-    for i, (name, overrides) in enumerate(HARD.items()):
-        tasks = TaskDistribution.for_skill("scoop", **overrides)
-        hard[name] = evaluate_policy(policy, tasks, backend, args.hard, seed=HELD_OUT_SEED + i).success_rate
+    run = load_run(run_dir)
+    state, rows = run.state, run.metrics
+    policy = run.policy()
+    hard = {
+        name: evaluate_policy(
+            policy, scoop_set(name), backend, args.hard, seed=seeds.HARD_SET + i
+        ).success_rate
+        for i, name in enumerate(HARD)
+    }
     standard = evaluate_policy(
-        policy, TaskDistribution.for_skill("scoop"), backend, args.standard, seed=HELD_OUT_SEED - 1
+        policy, scoop_set(STANDARD), backend, args.standard, seed=seeds.HARD_SET - 1
     ).success_rate
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     last = rows[-1]["explore"].get("coevolve", {})
     return {
         "hard": float(np.mean(list(hard.values()))),
@@ -170,8 +155,8 @@ def evaluate_arm(run_dir: Path, backend, args) -> dict:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.coevolve", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("runs/coevolve_report"))
     ap.add_argument("--arms", nargs="+", default=["uniform", "coevolve"], choices=sorted(ARMS))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -189,7 +174,7 @@ def main() -> None:
     ap.add_argument(
         "--match", choices=sorted(ARMS), help="run this arm first; the others until they spent its trials"
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.match and args.match not in args.arms:
         ap.error(f"--match {args.match} is not one of --arms {' '.join(args.arms)}: add it there")
     arms = sorted(args.arms, key=lambda a: a != args.match)  # the matched arm first
@@ -212,7 +197,7 @@ def main() -> None:
                 with LocalBackend(workers=args.workers) as backend:
                     new = evaluate_arm(run_dir, backend, args)
                 res = {**new, "hard_episodes": args.hard, "wall_s": res.get("wall_s") or wall}
-                cache.write_text(json.dumps(res, indent=1))
+                write_json(cache, res)
             results.setdefault(arm, {})[seed] = res
             print(
                 f"{arm} seed {seed}, {res['iterations']} iterations: hard {res['hard']:.1%} standard {res['standard']:.1%} "
@@ -224,40 +209,35 @@ def main() -> None:
         f"\nscoop, {args.iterations} iterations, seeds {args.seeds}; hard set {n_hard} episodes per seed "
         f"({len(HARD)} variants x {args.hard}), standard set {args.standard}\n"
     )
-    print(
-        "| arm | trials | hard set | standard set | "
-        + " | ".join(HARD)
-        + " | library | diversity by iteration |"
-    )
-    print("|---|--:|--:|--:|" + "--:|" * len(HARD) + "--:|---|")
+    lines = []
     for arm, by_seed in results.items():
         rs = list(by_seed.values())
         per = [np.mean([r["hard_variants"][v] for r in rs]) for v in HARD]
         n = min(len(r["diversity"]) for r in rs)  # matched arms may run more iterations
         div = np.mean([r["diversity"][:n] for r in rs], axis=0)
-        print(
-            f"| {arm} | {np.mean([r['trials'] for r in rs]):,.0f} | {np.mean([r['hard'] for r in rs]):.1%} | "
-            f"{np.mean([r['standard'] for r in rs]):.1%} | "
-            + " | ".join(f"{p:.0%}" for p in per)
-            + f" | {np.mean([r['library'] for r in rs]):.0f} | {' '.join(f'{d:.3f}' for d in div)} |"
+        lines.append(
+            [arm, f"{np.mean([r['trials'] for r in rs]):,.0f}", f"{np.mean([r['hard'] for r in rs]):.1%}"]
+            + [f"{np.mean([r['standard'] for r in rs]):.1%}", *(f"{p:.0%}" for p in per)]
+            + [f"{np.mean([r['library'] for r in rs]):.0f}", " ".join(f"{d:.3f}" for d in div)]
         )
     if probed:
-        print(
-            f"| a primitive search on each variant alone ({args.probe:,} trials each) | | "
-            f"{np.mean(list(probed.values())):.1%} | | "
-            + " | ".join(f"{probed[v]:.0%}" for v in HARD)
-            + " | | |"
+        lines.append(
+            [f"a primitive search on each variant alone ({args.probe:,} trials each)", ""]
+            + [f"{np.mean(list(probed.values())):.1%}", "", *(f"{probed[v]:.0%}" for v in HARD), "", ""]
         )
+    columns = ["arm", "trials", "hard set", "standard set", *HARD, "library", "diversity by iteration"]
+    print(table(columns, lines))
+    if probed:
         results["probe"] = probed
         sets = [*HARD, STANDARD]
         print("\nEach search's answer (rows) run on every set's held-out episodes (columns):\n")
-        print("| the answer of a search on | " + " | ".join(sets) + " | mean of the hard set |")
-        print("|---|" + "--:|" * (len(sets) + 1))
-        for name, row in cross.items():
-            hard = np.mean([row[v] for v in HARD])
-            print(f"| {name} | " + " | ".join(f"{row[v]:.0%}" for v in sets) + f" | {hard:.1%} |")
+        lines = [
+            [name, *(f"{row[v]:.0%}" for v in sets), f"{np.mean([row[v] for v in HARD]):.1%}"]
+            for name, row in cross.items()
+        ]
+        print(table(["the answer of a search on", *sets, "mean of the hard set"], lines))
         results["probe_cross"] = cross
-    (args.out / "report.json").write_text(json.dumps(results, indent=1))
+    write_json(args.out / "report.json", results)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ held-out seeded tasks (egg pose +-2 cm, mass +-20%). Then, with the state varian
   for comparison, without rehearsal); scoop success before and after;
 - **speed**: training samples/s, and per-step inference latency of ``act()`` (batch 1 and 16).
 
-    python benchmarks/learn_report.py --library DIR [--skills scoop flip] [--variants state image]
+    python -m benchmarks.learn clone --library DIR [--skills scoop flip] [--variants state image]
 
 ``--config conf/policy/vla.yaml`` takes that policy option's settings as the base of
 every variant, before ``--policy``; ``--save DIR`` keeps each clone as
@@ -35,20 +35,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import time
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy  # noqa: E402
-from robo_coevolve.library import SkillLibrary  # noqa: E402
-from robo_coevolve.policy import PolicyConfig, VLAPolicy  # noqa: E402
-from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
-from robo_coevolve.task_spec import INSTRUCTIONS  # noqa: E402
+from robo_coevolve.evaluation import seeds, table, write_json
+from robo_coevolve.explore.backend import LocalBackend
+from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig, evaluate_policy
+from robo_coevolve.library import SkillLibrary
+from robo_coevolve.policy import PolicyConfig, VLAPolicy
+from robo_coevolve.task_distribution import TaskDistribution
+from robo_coevolve.task_spec import INSTRUCTIONS
 
 VARIANTS = {
     "state": dict(use_image=False, use_egg_state=True),
@@ -66,7 +64,6 @@ def make_policy(variant: str, seed: int) -> VLAPolicy:
 
 
 SEGMENTS: dict[str, list] = {}
-SELECT_SEED = 20_000  # selection tasks' stream (evaluate_policy's held-out default is 10_000)
 
 
 def dataset(library: SkillLibrary, skill: str, policy: VLAPolicy, limit: int) -> ChunkDataset:
@@ -96,8 +93,7 @@ def latency(policy: VLAPolicy, data: ChunkDataset, batch: int, repeats: int = 50
     return (time.perf_counter() - start) / repeats
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--library", required=True)
     parser.add_argument("--skills", nargs="+", default=["scoop", "flip"])
     parser.add_argument("--variants", nargs="+", default=["state", "image"], choices=sorted(VARIANTS))
@@ -128,9 +124,11 @@ def main() -> None:
         "--execute", nargs="+", type=int, help="also run each clone re-planning every N steps, per N"
     )
     parser.add_argument("--json")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> None:
     if args.candidates > 1 and args.select < 1:
-        parser.error(
+        raise SystemExit(
             f"--candidates {args.candidates} needs --select N > 0 selection tasks to choose among them"
         )
     if args.config:
@@ -166,7 +164,9 @@ def main() -> None:
                         )
                         clones.append((policy, fit))
                         if args.candidates > 1:
-                            picked = evaluate_policy(policy, tasks, backend, n=args.select, seed=SELECT_SEED)
+                            picked = evaluate_policy(
+                                policy, tasks, backend, n=args.select, seed=seeds.SELECTION
+                            )
                             selection.append(picked.success_rate)
                     policy, fit = clones[int(np.argmax(selection))] if selection else clones[0]
                     ev = evaluate_policy(policy, tasks, backend, n=args.eval)
@@ -252,20 +252,20 @@ def main() -> None:
             results["staged"] = stage
             print(json.dumps(stage), flush=True)
 
-    print(
-        "\n| skill | variant | seed | segments | samples | steps | train | samples/s | success | act() 1 / 16 envs |"
-    )
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
-    for r in results["clone"]:
-        print(
-            f"| {r['skill']} | {r['variant']} | {r['seed']} | {r['segments']} | {r['samples']:,} | {r['steps']} | "
-            f"{r['train_s']:.0f} s | {r['samples_per_s']:,.0f} | {r['success']:.0%} | "
-            f"{r['latency_1'] * 1e3:.1f} / {r['latency_16'] * 1e3:.1f} ms |"
-        )
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2, default=str)
-
-
-if __name__ == "__main__":
-    main()
+    columns = ["skill", "variant", "seed", "segments", "samples", "steps", "train", "samples/s", "success"]
+    lines = [
+        [
+            r["skill"],
+            r["variant"],
+            r["seed"],
+            r["segments"],
+            f"{r['samples']:,}",
+            r["steps"],
+            f"{r['train_s']:.0f} s",
+        ]
+        + [f"{r['samples_per_s']:,.0f}", f"{r['success']:.0%}"]
+        + [f"{r['latency_1'] * 1e3:.1f} / {r['latency_16'] * 1e3:.1f} ms"]
+        for r in results["clone"]
+    ]
+    print("\n" + table([*columns, "act() 1 / 16 envs"], lines, left=2))
+    write_json(args.json, results)

@@ -3,17 +3,16 @@
 One command (``make bench``) so that a change's effect on any figure is one run away, and every
 figure sits beside a reference measured in the same run on the same work, so the ratios hold on
 a busy or a different machine even when the absolute numbers move. It reuses the measurements
-of ``env_throughput.py`` and ``explore_throughput.py`` (run those for their fuller tables) and
-adds Ray against the local backend, behaviour-cloning speed (one clone, and clones trained at
-once), inference speed, and the time the primitive search takes to master scoop and flip.
+of ``benchmarks.env_throughput`` and ``benchmarks.explore_throughput`` (run those for their fuller
+tables) and adds Ray against the local backend, behaviour-cloning speed (one clone, and clones
+trained at once), inference speed, and the time the primitive search takes to master scoop and flip.
 
-    python benchmarks/suite.py [--quick] [--skip-ray] [--json results.json]
+    python -m benchmarks.speed [--quick] [--skip-ray] [--json results.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -21,13 +20,12 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark modules
 
-import env_throughput  # noqa: E402
-import explore_throughput  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from benchmarks import env_throughput, explore_throughput  # noqa: E402
+from robo_coevolve.evaluation import table, write_json  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
 from robo_coevolve.explore.search import PrimitiveSearch, SearchConfig, evaluate_params  # noqa: E402
 from robo_coevolve.learn import BCTrainer, ChunkDataset, CloneJob, TrainConfig, fit_clones  # noqa: E402
@@ -315,14 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         f"torch {torch.__version__} (1 thread), MUJOCO_GL={m['mujoco_gl']}; {m['date']}; total {total:.0f} s; "
         f"load average at the end {os.getloadavg()[0]:.1f} (above nproc: other work shared the cores)\n"
     )
-    print("| figure | value | reference measured in the same run | ratio |")
-    print("|---|--:|---|--:|")
-    for _, rows in sections:
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"machine": m, "total_s": total, "sections": dict(sections)}, f, indent=2)
+    columns = ["figure", "value", "reference measured in the same run", "ratio"]
+    print(table(columns, [row for _, rows in sections for row in rows]))
+    write_json(args.json, {"machine": m, "total_s": total, "sections": dict(sections)})
     return 0
 
 

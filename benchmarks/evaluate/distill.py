@@ -1,6 +1,6 @@
 """What a camera student of a state policy must see, and where it goes wrong, per skill.
 
-    python benchmarks/distill_diagnosis.py RUN --skill catch [--student DIR/student] [--tasks 100]
+    python -m benchmarks.evaluate distill RUN --skill catch [--student DIR/student] [--tasks 100]
 
 RUN is a run directory (its latest checkpoint and its node's tasks) or, with ``--skill`` naming a
 skill, a checkpoint directory. Three tables, on the same ``--tasks`` held-out tasks (``--seed``):
@@ -27,20 +27,18 @@ skill, a checkpoint directory. Three tables, on the same ``--tasks`` held-out ta
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from robo_coevolve.evolve.run_state import RunState  # noqa: E402
-from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.learn import evaluate_policy  # noqa: E402
-from robo_coevolve.learn.distill import Distiller  # noqa: E402
-from robo_coevolve.policy import VLAPolicy  # noqa: E402
-from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
+from robo_coevolve.evaluation import seeds, table, write_json
+from robo_coevolve.evolve.run_state import RunState
+from robo_coevolve.explore.backend import LocalBackend
+from robo_coevolve.learn import evaluate_policy
+from robo_coevolve.learn.distill import Distiller
+from robo_coevolve.policy import VLAPolicy
+from robo_coevolve.task_distribution import TaskDistribution
 
 # Columns of the egg state (EggFlipPhysics.egg_state): position, quaternion, velocities.
 POSITION, LINEAR, ANGULAR = [0, 1, 2], [7, 8, 9], [10, 11, 12]
@@ -127,26 +125,26 @@ def position_error_by_step(student: VLAPolicy, data, step: np.ndarray) -> list[t
     return [(name, int(r.sum()), 1000 * np.median(np.abs(error[r]), 0)) for name, r in by_step(step)]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("teacher", type=Path, help="run directory, or a state policy's checkpoint")
     parser.add_argument("--skill", required=True, help="the run's node (or, for a checkpoint, the skill)")
     parser.add_argument("--student", type=Path, help="a camera student's checkpoint (table 2)")
     parser.add_argument("--tasks", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=12_000, help="held-out task seed")
+    parser.add_argument("--seed", type=int, default=seeds.DISTILL, help="held-out task seed")
     parser.add_argument("--position-error", type=float, default=0.01, help="m, per axis and episode")
     parser.add_argument(
         "--velocity-error", type=float, nargs="*", default=[0.01, 0.02], help="m/s, per axis and episode"
     )
     parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, help="also write the tables here")
+
+
+def run(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     teacher, tasks = load(args)
     if not teacher.config.use_egg_state:
         raise SystemExit(f"{args.teacher}'s policy does not read the egg state: nothing to mask")
 
-    print(f"\n| teacher's egg state ({args.skill}, {args.tasks} tasks) | success | main failure |")
-    print("|---|--:|---|")
     both, cm = LINEAR + ANGULAR, args.position_error * 100
     variants = {
         "full": {},
@@ -157,39 +155,56 @@ def main() -> None:
         f"both, and position off by {cm:g} cm": dict(hidden=both, errors=(POSITION, args.position_error)),
         **{f"linear velocity off by {v:g} m/s": dict(errors=(LINEAR, v)) for v in args.velocity_error},
     }
-    # One process: the masked teacher is this script's class.
+    report: dict = {"teacher": {}}
+    lines = []
+    # One process: the masked teacher is this module's class.
     with LocalBackend(workers=1) as backend:
         for name, masking in variants.items():
             policy = MaskedTeacher(teacher, **masking) if masking else teacher
             result = evaluate_policy(policy, tasks, backend, n=args.tasks, seed=args.seed)
             failures = {k: v for k, v in result.reasons.items() if k != "success"}
             worst = max(failures, key=failures.get) if failures else "-"
-            print(f"| {name} | {result.success_rate:.0%} | {worst} ({failures.get(worst, 0)}) |")
-    if args.student is None:
-        return
+            report["teacher"][name] = {"success": result.success_rate, "main failure": worst}
+            lines.append([name, f"{result.success_rate:.0%}", f"{worst} ({failures.get(worst, 0)})"])
+    columns = [f"teacher's egg state ({args.skill}, {args.tasks} tasks)", "success", "main failure"]
+    print("\n" + table(columns, lines))
+    if args.student is not None:
+        report |= student_tables(args, teacher, tasks)
+    write_json(args.json, report)
 
+
+def student_tables(args: argparse.Namespace, teacher: VLAPolicy, tasks: TaskDistribution) -> dict:
+    """Tables 2 and 3: the student's action error, and its camera's egg position, by step."""
     student = VLAPolicy.from_pretrained(args.student)
+    report: dict = {"action error": {}, "position error (mm)": {}}
     with LocalBackend(workers=args.workers) as backend:
         distiller = Distiller(teacher, backend, student=student.config)
         for who, policy in (("teacher", teacher), ("student", student)):
             trajectories = distiller.rollouts(policy, tasks, args.tasks, args.seed)
             data = distiller.from_trajectories(trajectories)
             step = np.rint(data.time * trajectories[0].control_hz).astype(int)
-            rate = np.mean([t.success for t in trajectories])
-            print(
-                f"\n| steps ({who}'s episodes, {rate:.0%} success) | states | student error | teacher motion |"
-            )
-            print("|---|--:|--:|--:|")
-            for name, n, error, motion in error_by_step(student, data, step):
-                print(f"| {name} | {n} | {error:.4f} | {motion:.4f} |")
+            success = np.mean([t.success for t in trajectories])
+            rows = error_by_step(student, data, step)
+            report["action error"][who] = [
+                {"steps": name, "states": n, "student error": error, "teacher motion": motion}
+                for name, n, error, motion in rows
+            ]
+            columns = [
+                f"steps ({who}'s episodes, {success:.0%} success)",
+                "states",
+                "student error",
+                "teacher motion",
+            ]
+            lines = [[name, n, f"{error:.4f}", f"{motion:.4f}"] for name, n, error, motion in rows]
+            print("\n" + table(columns, lines))
             if who == "teacher" and student.egg_probe is not None:
-                print(
-                    "\n| steps (teacher's episodes) | states | camera's egg position error x / y / z, mm (median) |"
-                )
-                print("|---|--:|--:|")
-                for name, n, mm in position_error_by_step(student, data, step):
-                    print(f"| {name} | {n} | {mm[0]:.1f} / {mm[1]:.1f} / {mm[2]:.1f} |")
-
-
-if __name__ == "__main__":
-    main()
+                rows = position_error_by_step(student, data, step)
+                report["position error (mm)"] = {name: mm.tolist() for name, _, mm in rows}
+                columns = [
+                    "steps (teacher's episodes)",
+                    "states",
+                    "camera's egg position error x / y / z, mm (median)",
+                ]
+                lines = [[name, n, f"{mm[0]:.1f} / {mm[1]:.1f} / {mm[2]:.1f}"] for name, n, mm in rows]
+                print("\n" + table(columns, lines))
+    return report

@@ -17,7 +17,7 @@ the rest: the figure to trust, since picking the best ``--prefix`` row reads the
 With ``--source search`` the past and fresh trials are instead two mixture-CEM searches with
 different seeds (whose modes differ: a distribution shift the model is not trained for).
 
-    python benchmarks/early_stop_report.py [--skills scoop flip] [--trials 1500] [--prefix 0.3 0.6 1.0]
+    python -m benchmarks.explore early-stop [--skills scoop flip] [--trials 1500] [--prefix 0.3 0.6 1.0]
         [--select 0.2 0.3 0.4 0.5 0.6 1.0]
 """
 
@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from robo_coevolve.evaluation import write_json
 from robo_coevolve.explore import primitives
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.explore.open_loop import Trial
@@ -56,8 +57,7 @@ def uniform_trials(skill: str, backend, trials: int, seed: int) -> list:
     return backend.run_trials([Trial(t, PrimitivePlan(p)) for t, p in zip(tasks, params, strict=True)])
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--skills", nargs="+", default=["scoop", "flip"])
     ap.add_argument("--trials", type=int, default=1500, help="per search (training and test)")
     ap.add_argument(
@@ -79,7 +79,10 @@ def main() -> None:
     ap.add_argument("--source", choices=["uniform", "search"], default="uniform")
     ap.add_argument("--cache", type=Path, default=None, help="keep the simulated trials here for reruns")
     ap.add_argument("--json", default=None, help="also write the rows here")
-    args = ap.parse_args()
+
+
+def run(args: argparse.Namespace) -> None:
+    np.set_printoptions(precision=3)
     torch.set_num_threads(1)
     rows = []
     with LocalBackend(workers=args.workers) as backend:
@@ -151,11 +154,4 @@ def main() -> None:
             f"{r['steps_per_success_without']:14,.0f} {r['steps_per_success_with']:9,.0f} "
             f"{r['ratio']:5.2f}x {r['cut']:5d} {r['cut_successes']:5d} ({r['cut_success_share']:.1%}) {r['oracle_ratio']:6.2f}x"
         )
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-
-
-if __name__ == "__main__":
-    np.set_printoptions(precision=3)
-    main()
+    write_json(args.json, rows)

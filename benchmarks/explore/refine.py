@@ -8,27 +8,25 @@ what earlier generations already stored. Jerk is the mean squared jerk of the ex
 motion (``refine.smoothing.mean_squared_jerk``) of the same windows before and after smoothing.
 A second pass with ``smooth=False`` shows what smoothing itself costs in survivors.
 
-    python benchmarks/refine_report.py [--skills scoop flip catch] [--budget 1500] [--out DIR]
+    python -m benchmarks.explore refine [--skills scoop flip catch] [--budget 1500] [--out DIR] [--json F]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.explore.search import PrimitiveSearch  # noqa: E402
-from robo_coevolve.library import SkillLibrary  # noqa: E402
-from robo_coevolve.refine import Refiner  # noqa: E402
-from robo_coevolve.refine.novelty import distances  # noqa: E402
-from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
+from robo_coevolve.evaluation import table, write_json
+from robo_coevolve.explore.backend import LocalBackend
+from robo_coevolve.explore.search import PrimitiveSearch
+from robo_coevolve.library import SkillLibrary
+from robo_coevolve.refine import Refiner
+from robo_coevolve.refine.novelty import distances
+from robo_coevolve.task_distribution import TaskDistribution
 
 
 def refine_into(library: SkillLibrary, skill: str, generations: list, refiner: Refiner) -> dict:
@@ -54,12 +52,14 @@ def refine_into(library: SkillLibrary, skill: str, generations: list, refiner: R
     return totals
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skills", nargs="+", default=["scoop", "flip", "catch"])
     parser.add_argument("--budget", type=int, default=1500)
     parser.add_argument("--out", help="keep the libraries here (default: a temporary directory)")
-    args = parser.parse_args()
+    parser.add_argument("--json", help="also write the rows here")
+
+
+def run(args: argparse.Namespace) -> None:
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="refine_report_"))
 
     rows = []
@@ -76,20 +76,23 @@ def main() -> None:
                 refiner.close()
 
     print(f"Refiner on primitive-search trials ({args.budget} per skill, refined one generation at a time)")
-    print(
-        "| skill | smoothing | trials | successes | gentle | efficient | survive replay | "
-        "stored (novel) | duplicates | jerk before | jerk after | diversity | time |"
-    )
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    columns = ["skill", "smoothing", "trials", "successes", "gentle", "efficient", "survive replay"]
+    columns += ["stored (novel)", "duplicates", "jerk before", "jerk after", "diversity", "time"]
+    lines = []
     for skill, smooth, t in rows:
         survive = f"{t['survived']:.0f} / {t['replayed']:.0f} ({t['survived'] / max(t['replayed'], 1):.0%})"
-        print(
-            f"| {skill} | {'savgol 9/3' if smooth else 'none'} | {t['trials']:.0f} | {t['successes']:.0f} | "
-            f"{t['gentle']:.0f} | {t['efficient']:.0f} | {survive} | {t['stored']} | {t['duplicates']:.0f} | "
-            f"{t['jerk_before']:,.0f} | {t['jerk_after']:,.0f} | {t['diversity']:.2f} | {t['seconds']:.0f} s |"
+        lines.append(
+            [skill, "savgol 9/3" if smooth else "none"]
+            + [f"{t[k]:.0f}" for k in ("trials", "successes", "gentle", "efficient")]
+            + [
+                survive,
+                t["stored"],
+                f"{t['duplicates']:.0f}",
+                f"{t['jerk_before']:,.0f}",
+                f"{t['jerk_after']:,.0f}",
+            ]
+            + [f"{t['diversity']:.2f}", f"{t['seconds']:.0f} s"]
         )
+    print(table(columns, lines, left=2))
     print(f"\nlibraries in {out}")
-
-
-if __name__ == "__main__":
-    main()
+    write_json(args.json, [{"skill": skill, "smoothing": smooth, **t} for skill, smooth, t in rows])

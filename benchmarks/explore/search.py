@@ -22,10 +22,10 @@ noise around the start pose, no primitives) at two temperatures, the primitives'
 random parameters, i.e. the search's first generation forever), and the random-init MLP policy
 with pink noise (closed loop).
 
-    python benchmarks/explore_success.py [--skills scoop flip catch] [--seeds 0 1] [--budget 3000]
-    python benchmarks/explore_success.py --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
+    python -m benchmarks.explore search [--skills scoop flip catch] [--seeds 0 1] [--budget 3000]
+    python -m benchmarks.explore search --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
         --target 0.9 --demos 300 --eval 400 --baseline 0    # restarts: best of k by demonstrations
-    python benchmarks/explore_success.py --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
+    python -m benchmarks.explore search --skills catch --seeds 1000 1001 1002 1003 1004 1005 1006 1007 \
         --target 0.9 --demos 300 --eval 400 --baseline 0 --polish   # the same answers, polished
 """
 
@@ -33,33 +33,27 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import os
 import platform
 import time
 from datetime import UTC, datetime
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import mujoco
+import numpy as np
 
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
-
-from robo_coevolve.explore import primitives  # noqa: E402
-from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.explore.closed_loop import policy_episodes  # noqa: E402
-from robo_coevolve.explore.noise import NoiseSpec  # noqa: E402
-from robo_coevolve.explore.open_loop import Trial, noise_trials  # noqa: E402
-from robo_coevolve.explore.plans import PrimitivePlan  # noqa: E402
-from robo_coevolve.explore.random_policy import RandomMLPPolicy  # noqa: E402
-from robo_coevolve.explore.search import PolishConfig, PrimitiveSearch, evaluate_params  # noqa: E402
-from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
+from robo_coevolve.evaluation import rate, seeds, table, write_json
+from robo_coevolve.explore import primitives
+from robo_coevolve.explore.backend import LocalBackend
+from robo_coevolve.explore.closed_loop import policy_episodes
+from robo_coevolve.explore.noise import NoiseSpec
+from robo_coevolve.explore.open_loop import Trial, noise_trials
+from robo_coevolve.explore.plans import PrimitivePlan
+from robo_coevolve.explore.random_policy import RandomMLPPolicy
+from robo_coevolve.explore.search import PolishConfig, PrimitiveSearch, evaluate_params
+from robo_coevolve.task_distribution import TaskDistribution
 
 ROLL = primitives.NAMES.index("toss_roll")
-
-
-def rate(trajs) -> float:
-    return float(np.mean([t.success for t in trajs])) if trajs else 0.0
 
 
 def search_figures(skill, seed, budget, n_eval, select, backend, target=None, demos=0, polish=None) -> dict:
@@ -77,13 +71,15 @@ def search_figures(skill, seed, budget, n_eval, select, backend, target=None, de
     seconds = time.perf_counter() - start
     first = next((i + 1 for i, s in enumerate(outcomes) if s), None)
     blocks = [float(np.mean(outcomes[i : i + 500])) for i in range(0, len(outcomes), 500)]
-    held_out = rate(evaluate_params(result.best_params, tasks, backend, n_eval, seed=10_000 + seed))
-    per_mode = [rate(evaluate_params(m, tasks, backend, n_eval, seed=10_000 + seed)) for m in result.modes]
+    held_out = rate(evaluate_params(result.best_params, tasks, backend, n_eval, seed=seeds.SEARCH + seed))
+    per_mode = [
+        rate(evaluate_params(m, tasks, backend, n_eval, seed=seeds.SEARCH + seed)) for m in result.modes
+    ]
     rolls = [float(primitives.physical(m)["toss_roll"]) for m in result.modes]
     unpolished = held_out
     if result.polish is not None and "answer" in result.polish:
         answer = np.asarray(result.polish["answer"])
-        unpolished = rate(evaluate_params(answer, tasks, backend, n_eval, seed=10_000 + seed))
+        unpolished = rate(evaluate_params(answer, tasks, backend, n_eval, seed=seeds.SEARCH + seed))
     return {
         "skill": skill,
         "seed": seed,
@@ -115,7 +111,7 @@ def best_of(searches: list[dict], k: int) -> tuple[float, float, int]:
 
 def baseline_figures(skill, n, backend) -> dict:
     tasks = TaskDistribution.for_skill(skill)
-    rng = np.random.default_rng(123)
+    rng = np.random.default_rng(seeds.BASELINE)
     out = {"skill": skill, "trials": n}
     for temperature in (0.1, 0.3):
         trials = noise_trials(tasks, n, NoiseSpec("pink", temperature), rng)
@@ -133,8 +129,7 @@ def baseline_figures(skill, n, backend) -> dict:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skills", nargs="+", default=["scoop", "flip", "catch"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--budget", type=int, default=3000, help="trials per search")
@@ -148,7 +143,9 @@ def main() -> None:
     parser.add_argument("--polish", action="store_true", help="polish each answer (explore.polish)")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> None:
 
     polish = None
     if args.polish:
@@ -180,65 +177,56 @@ def main() -> None:
     print(
         f"\nPrimitive search, budget {args.budget} trials, held-out = {args.eval} fresh tasks without noise"
     )
-    print(
-        "| skill | seed | first success (trial) | search success per 500 trials | held-out, answer | held-out, best mode | mode rolls (rad) | wall |"
-    )
-    print("|---|--:|--:|---|--:|--:|---|--:|")
-    for s in searches:
-        blocks = " ".join(f"{b:.0%}" for b in s["blocks_of_500"])
-        rolls = " ".join(f"{r:+.1f}" for r in s["mode_rolls"])
-        print(
-            f"| {s['skill']} | {s['seed']} | {s['first_success']} | {blocks} | {s['held_out']:.1%} | "
-            f"{s['best_mode_held_out']:.1%} | {rolls} | {s['seconds']:.0f} s |"
-        )
+    columns = ["skill", "seed", "first success (trial)", "search success per 500 trials", "held-out, answer"]
+    columns += ["held-out, best mode", "mode rolls (rad)", "wall"]
+    lines = [
+        [s["skill"], s["seed"], s["first_success"], " ".join(f"{b:.0%}" for b in s["blocks_of_500"])]
+        + [
+            f"{s['held_out']:.1%}",
+            f"{s['best_mode_held_out']:.1%}",
+            " ".join(f"{r:+.1f}" for r in s["mode_rolls"]),
+        ]
+        + [f"{s['seconds']:.0f} s"]
+        for s in searches
+    ]
+    print(table(columns, lines))
     if args.demos:
         print(f"\nKeeping the best-demonstrating of k searches ({args.demos} demonstrations each)")
-        print(
-            "| skill | searches' demo success | k | held-out of the kept answer: mean | worst | also best held out |"
-        )
-        print("|---|---|--:|--:|--:|--:|")
+        lines = []
         for skill in args.skills:
             mine = [s for s in searches if s["skill"] == skill]
             demos = " ".join(f"{s['demo_success']:.1%}" for s in mine)
             for k in range(1, min(3, len(mine)) + 1):
                 mean, worst, right = best_of(mine, k)
-                n = math.comb(len(mine), k)
-                print(f"| {skill} | {demos} | {k} | {mean:.1%} | {worst:.1%} | {right} of {n} |")
+                lines.append(
+                    [skill, demos, k, f"{mean:.1%}", f"{worst:.1%}", f"{right} of {math.comb(len(mine), k)}"]
+                )
+        columns = ["skill", "searches' demo success", "k", "held-out of the kept answer: mean", "worst"]
+        print(table([*columns, "also best held out"], lines, left=2))
     if polish is not None:
         print(f"\nPolished answers ({polish.trials} trials, {polish.tasks} shared tasks per candidate)")
-        print("| skill | seed | held-out before | held-out kept | check: answer / polished | adopted |")
-        print("|---|--:|--:|--:|--:|---|")
+        lines = []
         for s in searches:
             p = s["polish"] or {}
             check = " / ".join(f"{c:.1%}" for c in p.get("check", [])) or p.get("skipped", "-")
-            print(
-                f"| {s['skill']} | {s['seed']} | {s['held_out_before_polish']:.1%} | {s['held_out']:.1%} | "
-                f"{check} | {p.get('adopted', False)} |"
+            lines.append(
+                [s["skill"], s["seed"], f"{s['held_out_before_polish']:.1%}", f"{s['held_out']:.1%}", check]
+                + [p.get("adopted", False)]
             )
+        columns = ["skill", "seed", "held-out before", "held-out kept", "check: answer / polished", "adopted"]
+        print(table(columns, lines))
         polished = [s for s in searches if s["polish"] and "answer" in s["polish"]]
         if polished:
             before = np.mean([s["held_out_before_polish"] for s in polished])
             after = np.mean([s["held_out"] for s in polished])
             print(f"mean over {len(polished)} polished searches: {before:.1%} -> {after:.1%}")
     if baselines:
-        print(
-            f"\nBaselines, {args.baseline} trials each (random-init policy: {baselines[0]['policy episodes']} episodes)"
-        )
-        print(
-            "| skill | smooth noise T=0.1 | smooth noise T=0.3 | random primitives | random-init policy + noise |"
-        )
-        print("|---|--:|--:|--:|--:|")
-        for b in baselines:
-            print(
-                f"| {b['skill']} | {b['noise T=0.1']:.1%} | {b['noise T=0.3']:.1%} | {b['random primitives']:.1%} | "
-                f"{b['random-init policy']:.1%} |"
-            )
+        episodes = baselines[0]["policy episodes"]
+        print(f"\nBaselines, {args.baseline} trials each (random-init policy: {episodes} episodes)")
+        arms = ["noise T=0.1", "noise T=0.3", "random primitives", "random-init policy"]
+        lines = [[b["skill"], *(f"{b[arm]:.1%}" for arm in arms)] for b in baselines]
+        columns = ["skill", "smooth noise T=0.1", "smooth noise T=0.3", "random primitives"]
+        print(table([*columns, "random-init policy + noise"], lines))
     machine = f"{platform.machine()}, {os.cpu_count()} cores, mujoco {mujoco.__version__}"
     print(f"\n{machine}; {datetime.now(UTC):%Y-%m-%d %H:%M UTC}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"searches": searches, "baselines": baselines, "machine": machine}, f, indent=2)
-
-
-if __name__ == "__main__":
-    main()
+    write_json(args.json, {"searches": searches, "baselines": baselines, "machine": machine})

@@ -1,6 +1,6 @@
 """The library's diversity over iterations, with the refiner's novelty pressure on and off.
 
-    python benchmarks/diversity_report.py RUN_DIR [--iterations 6] [--trials 300] [--schedule K=V ...]
+    python -m benchmarks.evaluate diversity RUN_DIR [--iterations 6] [--trials 300] [--schedule K=V ...]
 
 Replays the data side of the evolution loop of a finished run (``python -m robo_coevolve ...``):
 both libraries start from the run's first-iteration segments; then each iteration k runs the
@@ -24,30 +24,25 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
 from pathlib import Path
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import hydra
+import numpy as np
+import torch
+from omegaconf import OmegaConf
 
-import hydra  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
-
-from robo_coevolve.evolve.run_state import RunState, checkpoint_name  # noqa: E402
-from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
-from robo_coevolve.explore.closed_loop import PolicyEpisode  # noqa: E402
-from robo_coevolve.explore.open_loop import Trial  # noqa: E402
-from robo_coevolve.explore.plans import PrimitivePlan  # noqa: E402
-from robo_coevolve.library import SkillLibrary  # noqa: E402
-from robo_coevolve.policy import VLAPolicy  # noqa: E402
-from robo_coevolve.refine import NoveltyGate, Refiner  # noqa: E402
-from robo_coevolve.refine.novelty import mean_pairwise_distance  # noqa: E402
-from robo_coevolve.skill_tree import SkillTree  # noqa: E402
+from robo_coevolve.evaluation import config_fields, load_run, seeds, table, write_json
+from robo_coevolve.evolve.run_state import checkpoint_name
+from robo_coevolve.explore.backend import LocalBackend
+from robo_coevolve.explore.closed_loop import PolicyEpisode
+from robo_coevolve.explore.open_loop import Trial
+from robo_coevolve.explore.plans import PrimitivePlan
+from robo_coevolve.library import SkillLibrary
+from robo_coevolve.refine import NoveltyGate, Refiner
+from robo_coevolve.refine.novelty import mean_pairwise_distance
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--node", default="scoop")
     ap.add_argument("--iterations", type=int, default=6, help="last iteration replayed (from 2)")
@@ -62,19 +57,21 @@ def main() -> None:
         help="overrides of the run's explore.schedule, e.g. primitive_share=0 'temperatures=[0.0]' "
         "(the policy alone, without noise: exploitation)",
     )
-    args = ap.parse_args()
+
+
+def run(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
-    state = RunState.load(args.run_dir)
-    cfg = state.config
-    node = SkillTree.from_config(cfg["skill_tree"]["nodes"]).node(args.node)
+    r = load_run(args.run_dir)
+    state, cfg = r.state, r.state.config
+    node = r.node(args.node)
     overrides = OmegaConf.from_dotlist(args.schedule)
     schedule = hydra.utils.instantiate(OmegaConf.merge(cfg["explore"]["schedule"], overrides))
     refine_cfg = copy.deepcopy(cfg["refine"])
-    gate = NoveltyGate(**refine_cfg["novelty"])
+    gate = NoveltyGate(**config_fields(refine_cfg["novelty"]))
     refine_cfg["novelty"] = {"min_distance": 0.0, "penalty": 0.0, "scale": gate.scale}
     refiner: Refiner = hydra.utils.instantiate(refine_cfg, _convert_="all")
     modes = state.nodes[args.node]["modes"]
-    meta = SkillLibrary(args.run_dir / "library", create=False).metadata(node.skill)
+    meta = SkillLibrary(r.dir / "library", create=False).metadata(node.skill)
     first = np.array([m["meta"]["features"] for m in meta if m["meta"].get("iteration") == 1])
     banks = {"on": first.copy(), "off": first.copy()}
     curve = [{"iteration": 1, **{f"{k}_{n}": v for n in banks for k, v in stats(banks[n]).items()}}]
@@ -82,8 +79,8 @@ def main() -> None:
     with LocalBackend(workers=args.workers, control_hz=float(cfg["env"]["control_hz"])) as backend:
         for k in range(2, args.iterations + 1):
             ckpt = checkpoint_name(min(k - 1, state.iteration))
-            policy = VLAPolicy.from_pretrained(args.run_dir / "checkpoints" / ckpt)
-            rng = np.random.default_rng(np.random.SeedSequence([4242, k]))
+            policy = r.policy(min(k - 1, state.iteration))
+            rng = np.random.default_rng(np.random.SeedSequence([seeds.DIVERSITY, k]))
             tasks = node.distribution()
             n_primitive = int(round(schedule.primitive_share * args.trials))
             n_policy = args.trials - n_primitive
@@ -91,10 +88,10 @@ def main() -> None:
             drawn = tasks.sample_many(rng, n_primitive)
             trials = [Trial(t, PrimitivePlan(p)) for t, p in zip(drawn, params, strict=True)]
             trajs = backend.run_trials(trials)
-            seeds = rng.integers(2**31 - 1, size=n_policy)
+            noise_seeds = rng.integers(2**31 - 1, size=n_policy)
             episodes = [
                 PolicyEpisode(t, schedule.noise(i), int(s))
-                for i, (t, s) in enumerate(zip(tasks.sample_many(rng, n_policy), seeds, strict=True))
+                for i, (t, s) in enumerate(zip(tasks.sample_many(rng, n_policy), noise_seeds, strict=True))
             ]
             trajs += backend.run_policy(policy, episodes)
             wins = [t for t in trajs if t.success][-300:]
@@ -109,20 +106,20 @@ def main() -> None:
             curve.append(row)
             print(json.dumps(row), flush=True)
     refiner.close()
-    print("\n| iteration | stored, penalty on | diversity, on | stored, penalty off | diversity, off |")
-    print("|--:|--:|--:|--:|--:|")
-    for r in curve:
-        print(
-            f"| {r['iteration']} | {r['stored_on']} | {r['diversity_on']:.3f} | {r['stored_off']} | "
-            f"{r['diversity_off']:.3f} |"
-        )
-    if args.json:
-        args.json.write_text(json.dumps(curve, indent=1))
+    columns = ["iteration", "stored, penalty on", "diversity, on", "stored, penalty off", "diversity, off"]
+    lines = [
+        [
+            c["iteration"],
+            c["stored_on"],
+            f"{c['diversity_on']:.3f}",
+            c["stored_off"],
+            f"{c['diversity_off']:.3f}",
+        ]
+        for c in curve
+    ]
+    print("\n" + table(columns, lines, left=0))
+    write_json(args.json, curve)
 
 
 def stats(bank: np.ndarray) -> dict:
     return {"stored": len(bank), "diversity": mean_pairwise_distance(bank)}
-
-
-if __name__ == "__main__":
-    main()

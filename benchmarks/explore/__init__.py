@@ -1,0 +1,1 @@
+"""``python -m benchmarks.explore``: the explorer and the refiner, from zero demonstrations."""

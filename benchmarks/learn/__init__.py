@@ -1,0 +1,1 @@
+"""``python -m benchmarks.learn``: policies cloned from explorer-made skill libraries."""
