@@ -99,3 +99,13 @@ def test_invalid_override_is_one_line_before_any_work(tmp_path):
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (overrides, lines)
     assert not list(tmp_path.glob("*.npz")) and not (tmp_path / "library").exists()
+
+
+def test_a_damaged_library_is_one_line_on_resume(tmp_path):
+    """Resuming in a run folder whose library file was cut short names the file and the fix."""
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "scoop.hdf5").write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(200))
+    proc = run_main(tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+    assert "scoop.hdf5 is not a readable skill library" in lines[0] and "delete it" in lines[0]

@@ -129,6 +129,13 @@ class EggFlipEnv(gym.Env):
             raise ValueError(f"reward_type={reward_type!r}: choose one of {', '.join(REWARD_TYPES)}")
         if not 0.0 < gamma <= 1.0:
             raise ValueError(f"gamma={gamma} must lie in (0, 1]: set it to the learner's discount")
+        for name, value in (("image_size", image_size), ("point_cloud", point_cloud)):
+            if value is not None and (not isinstance(value, int | np.integer) or value < 1):
+                raise ValueError(f"{name}={value!r} must be a whole number >= 1, or None for none")
+        if len(render_size) != 2 or min(render_size) < 1:
+            raise ValueError(f"render_size={render_size!r} must be (width, height) in pixels, each >= 1")
+        if not control_hz > 0:
+            raise ValueError(f"control_hz={control_hz} must be > 0: choose one of 500/k Hz (e.g. 50)")
         self.task = self._as_task(task, skill)
         self.physics = EggFlipPhysics(self.task)
         timestep = self.physics.model.opt.timestep

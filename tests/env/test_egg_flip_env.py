@@ -143,11 +143,18 @@ def test_text_instruction_option(make_env):
         ({"instruction": "words"}, "instruction='words'"),
         ({"reward_type": "shaped"}, "reward_type='shaped'"),
         ({"gamma": 0.0}, "gamma=0.0"),
+        ({"image_size": -1}, "image_size=-1 must be a whole number >= 1"),
+        ({"image_size": 2.5}, "image_size=2.5"),
+        ({"point_cloud": 0}, "point_cloud=0"),
+        ({"render_size": (0, 10)}, r"render_size=\(0, 10\)"),
+        ({"control_hz": -5}, "control_hz=-5 must be > 0"),
     ],
 )
 def test_bad_options_name_the_problem(kwargs, match):
     with pytest.raises(ValueError, match=match):
         EggFlipEnv(**kwargs)
+    with pytest.raises(ValueError, match=match):  # as RL users make it
+        gymnasium.make("robo_coevolve/Scoop-v0", **kwargs)
 
 
 def test_proprio_layout(make_env):
