@@ -25,6 +25,9 @@ are a fair judge of it.
 With ``polish`` (``PolishConfig``), the kept answer is then refined by a CEM that scores every
 candidate on the same batch of fresh tasks, which single-trial scores cannot do once the modes
 mostly succeed; the polished answer replaces it only if it succeeds more often on fresh tasks.
+
+The search, its restarts, selection, demonstrations and polish stay in one module (over 500
+lines): each stage hands the next its answer and trial counts, and reads as one procedure.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ concurrent processes can add to one library without losing each other's segments
 library removes temporary files left by killed writers and checks every file (structure, schema
 version, checksums); a damaged file raises ``LibraryError`` with a one-line message naming it.
 ``digest`` hashes the content, whatever the files' layout, for comparing runs.
+
+One module, over 500 lines, because the file format is one thing: the layout written, the checks
+that read it back and the atomic commit and rollback all change together.
 """
 
 from __future__ import annotations
