@@ -5,6 +5,7 @@ and what the loop works on, clones and rehearses around it."""
 import numpy as np
 import pytest
 import torch
+from bare_settings import train_config
 from scripted_segments import scripted_segments
 
 from robo_coevolve.evolve.cloning import Cloner, rehearsal_share
@@ -303,7 +304,7 @@ def test_consolidating_a_mastered_node_fine_tunes_the_kept_policy(tmp_path, scoo
 
     tree = SkillTree.from_config({"scoop": {"mastery": 0.9}, "flip": {"requires": ["scoop"]}})
     settings = clone_config(
-        refit=True, finetune_steps=3, fit=TrainConfig(steps=5, batch_size=16, eval_every=5, progress=False)
+        refit=True, finetune_steps=3, fit=train_config(steps=5, batch_size=16, eval_every=5, progress=False)
     )
     curriculum = Curriculum(tree, run_budget(consolidate=True))
     library = SkillLibrary(tmp_path / "library")

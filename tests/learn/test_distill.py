@@ -5,14 +5,15 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from bare_settings import policy_config, train_config
 
 from robo_coevolve.action_space import command_as_action
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.backend import LocalBackend
-from robo_coevolve.learn import BCTrainer, ChunkDataset, TrainConfig
+from robo_coevolve.learn import BCTrainer, ChunkDataset
 from robo_coevolve.learn.distill import DistillConfig, Distiller, student_config
 from robo_coevolve.motion import scripted
-from robo_coevolve.policy import PolicyConfig, VLAPolicy
+from robo_coevolve.policy import VLAPolicy
 from robo_coevolve.refine import Refiner
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.trajectory import run_motion
@@ -48,10 +49,10 @@ def teacher(segments):
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     policy = VLAPolicy(
-        PolicyConfig(use_image=True, image_size=32, use_egg_state=False, use_language=False, hidden=32)
+        policy_config(use_image=True, image_size=32, use_egg_state=False, use_language=False, hidden=32)
     )
     data = ChunkDataset.from_segments(segments, policy.config.chunk, image_size=32)
-    BCTrainer(policy, TrainConfig(steps=150, batch_size=64, eval_every=50, progress=False)).fit(data)
+    BCTrainer(policy, train_config(steps=150, batch_size=64, eval_every=50, progress=False)).fit(data)
     torch.set_num_threads(before)
     return policy.eval()
 
@@ -93,7 +94,7 @@ def test_labels_of_the_teachers_episodes_are_the_actions_it_executed(teacher):
 
 
 def test_the_distilled_student_reproduces_the_teacher_on_held_out_states(teacher, segments):
-    train = TrainConfig(steps=400, batch_size=128, eval_every=100, patience=100, progress=False)
+    train = train_config(steps=400, batch_size=128, eval_every=100, patience=100, progress=False)
     config = DistillConfig(
         hidden=64,
         teacher_rollouts=4,
@@ -129,7 +130,7 @@ def test_a_teacher_that_knows_its_end_labels_it_for_the_student(segments):
     """A predict_end teacher's end probabilities become the student's mask: steps it deems past
     the end are 0, so the student's end head learns where the teacher stops."""
     torch.manual_seed(0)
-    config = PolicyConfig(
+    config = policy_config(
         use_image=False, use_egg_state=True, use_language=False, hidden=16, predict_end=True
     )
     teacher = VLAPolicy(config).eval()
@@ -148,14 +149,14 @@ def state_teacher(segments):
     torch.manual_seed(0)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
-    policy = VLAPolicy(PolicyConfig(use_image=False, use_egg_state=True, use_language=False, hidden=32))
+    policy = VLAPolicy(policy_config(use_image=False, use_egg_state=True, use_language=False, hidden=32))
     data = ChunkDataset.from_segments(segments, policy.config.chunk)
-    BCTrainer(policy, TrainConfig(steps=150, batch_size=64, eval_every=50, progress=False)).fit(data)
+    BCTrainer(policy, train_config(steps=150, batch_size=64, eval_every=50, progress=False)).fit(data)
     torch.set_num_threads(before)
     return policy.eval()
 
 
-IMAGE_STUDENT = PolicyConfig(
+IMAGE_STUDENT = policy_config(
     use_image=True, image_size=32, use_egg_state=False, use_language=False, hidden=32
 )
 
@@ -166,7 +167,7 @@ def test_an_image_student_of_a_state_teacher_learns_the_teachers_actions_from_th
     """Privileged teacher: the labelled data carry the camera images the student reads (rendered
     from the stored and re-simulated states), and the student, which sees no egg state, fits the
     teacher's actions on held-out episodes far better than an untrained one."""
-    train = TrainConfig(steps=300, batch_size=64, eval_every=100, patience=100, progress=False)
+    train = train_config(steps=300, batch_size=64, eval_every=100, patience=100, progress=False)
     config = DistillConfig(
         student=IMAGE_STUDENT, teacher_rollouts=3, start_states=0, dagger_rounds=0, train=train
     )
@@ -203,9 +204,9 @@ def test_episodes_of_several_skills_and_students_that_cannot_learn_the_teacher(s
         alone = TaskDistribution.for_skill("scoop").sample_many(np.random.default_rng(5), 2)
         assert [t.task.seed for t in trajs[:2]] == [t.seed for t in alone]
         with pytest.raises(ValueError, match="chunk=4 differs from the teacher's 8"):
-            Distiller(state_teacher, backend, DistillConfig(student=PolicyConfig(chunk=4, execute=2)))
+            Distiller(state_teacher, backend, DistillConfig(student=policy_config(chunk=4, execute=2)))
         with pytest.raises(ValueError, match="32 and 64 px: give the student the teacher's image_size"):
-            Distiller(teacher, backend, DistillConfig(student=PolicyConfig(use_image=True, image_size=64)))
+            Distiller(teacher, backend, DistillConfig(student=policy_config(use_image=True, image_size=64)))
 
 
 def test_start_states_are_the_first_observations_of_the_episodes_of_the_same_tasks(state_teacher):
@@ -233,7 +234,7 @@ def test_start_states_are_the_first_observations_of_the_episodes_of_the_same_tas
 def test_a_warm_started_round_trains_the_last_student_further(state_teacher, segments):
     """``warm_start``: a round's student is the previous one trained further, normalisation kept;
     after a few steps on other states it still does what it learnt first, a fresh one does not."""
-    config = DistillConfig(train=TrainConfig(steps=5, batch_size=64, eval_every=5, progress=False))
+    config = DistillConfig(train=train_config(steps=5, batch_size=64, eval_every=5, progress=False))
     with LocalBackend(workers=1) as backend:
         distiller = Distiller(state_teacher, backend, config)
         first, later = distiller.from_segments(segments[:3]), distiller.from_segments(segments[3:6])

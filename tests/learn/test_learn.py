@@ -7,12 +7,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from bare_settings import policy_config, train_config
 from scripted_segments import scripted_segments
 
 from robo_coevolve.action_space import command_as_action
 from robo_coevolve.explore.backend import LocalBackend
-from robo_coevolve.learn import BCTrainer, ChunkDataset, CloneJob, TrainConfig, evaluate_policy, fit_clones
-from robo_coevolve.policy import PolicyConfig, VLAPolicy
+from robo_coevolve.learn import BCTrainer, ChunkDataset, CloneJob, evaluate_policy, fit_clones
+from robo_coevolve.policy import VLAPolicy
 from robo_coevolve.task_distribution import TaskDistribution
 
 
@@ -45,10 +46,10 @@ def test_dataset_targets_are_chunks_of_deltas_from_the_previous_command(scoop_se
 
 def test_state_policy_cloned_from_a_small_library_scoops_closed_loop(scoop_segments, tmp_path):
     torch.manual_seed(0)
-    policy = VLAPolicy(PolicyConfig(use_image=False, use_egg_state=True, use_language=False, hidden=128))
+    policy = VLAPolicy(policy_config(use_image=False, use_egg_state=True, use_language=False, hidden=128))
     data = ChunkDataset.from_segments(scoop_segments, policy.config.chunk)
     fit = BCTrainer(
-        policy, TrainConfig(steps=600, batch_size=128, eval_every=100, progress=False), tmp_path
+        policy, train_config(steps=600, batch_size=128, eval_every=100, progress=False), tmp_path
     ).fit(data)
     assert fit["best_val_loss"] < fit["history"][0]["val_loss"]
     lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -66,17 +67,17 @@ def test_state_policy_cloned_from_a_small_library_scoops_closed_loop(scoop_segme
 def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips):
     flip = scripted_flips[:6]
     torch.manual_seed(0)
-    policy = VLAPolicy(PolicyConfig(use_image=False, use_egg_state=True, hidden=64))
+    policy = VLAPolicy(policy_config(use_image=False, use_egg_state=True, hidden=64))
     scoop_data = ChunkDataset.from_segments(scoop_segments[:6], policy.config.chunk)
     flip_data = ChunkDataset.from_segments(flip, policy.config.chunk)
-    fit = BCTrainer(policy, TrainConfig(steps=40, batch_size=64, eval_every=20, progress=False)).fit(
+    fit = BCTrainer(policy, train_config(steps=40, batch_size=64, eval_every=20, progress=False)).fit(
         flip_data, rehearsal=scoop_data
     )
     assert "rehearsal_val_loss" in fit["history"][-1]
     assert fit["steps"] == 40  # rehearsal_steps="shared": the rehearsal takes its share of each batch
     # "added": the flip data gets its 40 batches' worth of samples, in 80 steps of half batches;
     # without rehearsal data the setting changes nothing.
-    added = TrainConfig(
+    added = train_config(
         steps=40,
         batch_size=64,
         eval_every=20,
@@ -102,7 +103,7 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
     assert not np.allclose(own.proprio_std, pooled.proprio_std, rtol=0.05)
     torch.manual_seed(0)
     again = VLAPolicy(policy.config)
-    config = TrainConfig(steps=1, batch_size=64, eval_every=1, progress=False, normalize_on="all")
+    config = train_config(steps=1, batch_size=64, eval_every=1, progress=False, normalize_on="all")
     BCTrainer(again, config).fit(flip_data, rehearsal=scoop_data)
     np.testing.assert_allclose(again.proprio_std, pooled.proprio_std, rtol=1e-5)
     both = ChunkDataset.concat([scoop_data, flip_data])
@@ -116,16 +117,16 @@ def test_clones_trained_in_worker_processes_are_the_ones_trained_here(scoop_segm
     from two worker processes with the weights and histories they get one after another in this
     process, and each with its own weights; the workers' log lines reach this process's log as
     the same lines in the same order."""
-    policy_config = PolicyConfig(use_image=False, use_egg_state=True, hidden=64, input_noise=0.1)
-    flips = ChunkDataset.from_segments(scripted_flips[:6], policy_config.chunk)
-    scoops = ChunkDataset.from_segments(scoop_segments[:6], policy_config.chunk)
-    train = TrainConfig(steps=30, batch_size=64, eval_every=10, progress=False)
+    config_ = policy_config(use_image=False, use_egg_state=True, hidden=64, input_noise=0.1)
+    flips = ChunkDataset.from_segments(scripted_flips[:6], config_.chunk)
+    scoops = ChunkDataset.from_segments(scoop_segments[:6], config_.chunk)
+    train = train_config(steps=30, batch_size=64, eval_every=10, progress=False)
 
     def jobs() -> list[CloneJob]:
         out = []
         for seed, fresh in ((1, True), (2, False)):
             torch.manual_seed(seed)
-            policy = VLAPolicy(policy_config)
+            policy = VLAPolicy(config_)
             if not fresh:  # a kept policy to fine-tune, trained a little first
                 BCTrainer(policy, replace(train, steps=10)).fit(scoops)
             config = replace(train, seed=seed)
@@ -157,14 +158,14 @@ def test_moving_average_weights_validate_better_than_the_noisy_last_step(scoop_s
     weights has a lower validation loss than the last iterate of the same run, on average over
     four training seeds (a single seed's last step can land well: seed 0 did by 1.1 on one CPU;
     the mean gain was 8.5); a cosine schedule ends at a learning rate of zero."""
-    config = PolicyConfig(use_image=False, use_egg_state=True, use_language=False, hidden=64)
+    config = policy_config(use_image=False, use_egg_state=True, use_language=False, hidden=64)
     data = ChunkDataset.from_segments(scoop_segments, config.chunk)
     fits = {}
     runs = [(seed, ema, "constant") for seed in range(4) for ema in (None, 0.95)] + [(0, None, "cosine")]
     for seed, ema, schedule in runs:
         torch.manual_seed(seed)
         policy = VLAPolicy(config)
-        train = TrainConfig(steps=300, batch_size=64, lr=1e-2, eval_every=300, progress=False)
+        train = train_config(steps=300, batch_size=64, lr=1e-2, eval_every=300, progress=False)
         train = replace(train, ema_decay=ema, lr_schedule=schedule)
         fits[seed, ema, schedule] = BCTrainer(policy, train).fit(data)
     gains = [
@@ -179,17 +180,17 @@ def test_moving_average_weights_validate_better_than_the_noisy_last_step(scoop_s
 
 def test_bad_training_settings_are_named():
     with pytest.raises(ValueError, match="train.steps"):
-        TrainConfig(steps=0)
+        train_config(steps=0)
     with pytest.raises(ValueError, match="rehearsal_share"):
-        TrainConfig(rehearsal_share=1.5)
+        train_config(rehearsal_share=1.5)
     with pytest.raises(ValueError, match="normalize_on"):
-        TrainConfig(normalize_on="rehearsal")
+        train_config(normalize_on="rehearsal")
     with pytest.raises(ValueError, match="ema_decay"):
-        TrainConfig(ema_decay=1.0)
+        train_config(ema_decay=1.0)
     with pytest.raises(ValueError, match="lr_schedule"):
-        TrainConfig(lr_schedule="linear")
+        train_config(lr_schedule="linear")
     with pytest.raises(ValueError, match="rehearsal_steps"):
-        TrainConfig(rehearsal_steps="more")
+        train_config(rehearsal_steps="more")
     with pytest.raises(ValueError, match="library is empty"):
         ChunkDataset.from_segments([], chunk=4)
 
@@ -200,13 +201,13 @@ def test_staged_fine_tuning_keeps_scoop_and_the_instruction_picks_the_skill(scoo
     flip = scripted_flips
     torch.manual_seed(0)
     policy = VLAPolicy(
-        PolicyConfig(use_image=False, use_egg_state=True, use_language=True, hidden=128, min_std=0.1)
+        policy_config(use_image=False, use_egg_state=True, use_language=True, hidden=128, min_std=0.1)
     )
     scoop_data = ChunkDataset.from_segments(scoop_segments, policy.config.chunk)
     flip_data = ChunkDataset.from_segments(flip, policy.config.chunk)
     # Normalisation over both skills at the first stage, as the loop does for a node's ancestors.
     policy.set_normalization(ChunkDataset.concat([scoop_data, flip_data]).statistics())
-    config = TrainConfig(steps=1500, batch_size=128, eval_every=250, valid_fraction=0.15, progress=False)
+    config = train_config(steps=1500, batch_size=128, eval_every=250, valid_fraction=0.15, progress=False)
     BCTrainer(policy, config).fit(scoop_data, set_normalization=False)
     scoop, flip_tasks = TaskDistribution.for_skill("scoop"), TaskDistribution.for_skill("flip")
     with LocalBackend(workers=1) as backend:
