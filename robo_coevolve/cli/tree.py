@@ -47,13 +47,12 @@ def run_config(run_dir: Path, overrides: list[str]) -> DictConfig:
 
 
 def workspace(run_dir: Path, overrides: list[str]):
-    """The run's ``EvolveWorkspace``, its config rebuilt with ``overrides``."""
-    from robo_coevolve.workspace.evolve import EvolveWorkspace
+    """The run's ``EvolveWorkspace``, its config rebuilt with ``overrides``, built as the main job
+    builds it."""
+    import hydra
 
     cfg = run_config(run_dir, overrides)
-    settings = OmegaConf.to_container(cfg.workspace, resolve=True)
-    settings.pop("_target_", None)
-    return EvolveWorkspace(cfg, run_dir, **settings)
+    return hydra.utils.instantiate(cfg.workspace, cfg=cfg, output_dir=run_dir, _recursive_=False)
 
 
 def status(run_dir: Path) -> None:
