@@ -74,7 +74,7 @@ from robo_coevolve.explore.search import SearchConfig
 from robo_coevolve.learn import DistillConfig, evaluate_policy
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
-from robo_coevolve.practice import PracticeConfig, practise
+from robo_coevolve.practice.config import PracticeConfig
 from robo_coevolve.skill_tree import SkillNode, SkillTree
 
 log = logging.getLogger(__name__)
@@ -419,6 +419,8 @@ class EvolutionLoop:
     ) -> dict[str, Any]:
         """The practice stage on the selected clone, which is saved first beside the iteration's
         checkpoint (``iter_<k>_clone``); the policy the gate keeps becomes the loop's."""
+        from robo_coevolve.practice.stage import practise  # the stage scores with evolve.selection
+
         with directory_aside(self.output_dir / CHECKPOINTS / f"{checkpoint_name(k)}_clone") as tmp:
             self.policy.save_pretrained(tmp)
         gate = selection_tasks(

@@ -1,6 +1,6 @@
-"""Practice past the teacher: the selected clone improves from its own closed-loop episodes."""
+"""Practice past the teacher: the selected clone improves from its own closed-loop episodes
+(``practice.stage.practise``; residual PPO in ``practice.rl``)."""
 
 from robo_coevolve.practice.config import PracticeConfig, RLConfig
-from robo_coevolve.practice.stage import PracticeError, practise
 
-__all__ = ["PracticeConfig", "PracticeError", "RLConfig", "practise"]
+__all__ = ["PracticeConfig", "RLConfig"]
