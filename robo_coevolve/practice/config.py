@@ -40,7 +40,7 @@ class RLConfig:
     gae_lambda: float = 0.95
     epochs: int = 4
     minibatch: int = 256
-    lr: float = 3e-4
+    lr: float = 1e-3
     clip: float = 0.2
     value_coef: float = 0.5
     value_warmup: int = 1
@@ -89,7 +89,7 @@ class PracticeConfig:
     """
 
     method: str = "off"
-    episodes: int = 512
+    episodes: int = 768
     weak_share: float = 0.2
     push_share: float = 0.4
     push_force: tuple[float, float] = (0.25, 1.0)
