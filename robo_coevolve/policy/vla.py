@@ -435,7 +435,10 @@ class VLAPolicy(nn.Module):
             # The explorer steps every episode in lockstep, so all queues empty together: one
             # network call re-plans the whole batch.
             explore = self.exploration if self.residual is not None else None
-            chunk, end, decision = self._predict(self._timed(obs, b), explore)
+            if explore is None:
+                (chunk, end), decision = self.predict(self._timed(obs, b)), None
+            else:
+                chunk, end, decision = self._predict(self._timed(obs, b), explore)
             self._plan = chunk[:, : cfg.execute]
             self._cursor = 0
             if end is not None:
