@@ -5,7 +5,7 @@ figure sits beside a reference measured in the same run on the same work, so the
 a busy or a different machine even when the absolute numbers move. It reuses the measurements
 of ``benchmarks.env_throughput`` and ``benchmarks.explore_throughput`` (run those for their fuller
 tables) and adds Ray against the local backend, behaviour-cloning speed (one clone, and clones
-trained at once), inference speed, and the time the primitive search takes to master scoop and flip.
+trained at once), inference speed, practice (residual PPO) against its own rollouts, and the time the primitive search takes to master scoop and flip.
 
     python -m benchmarks.speed [--quick] [--skip-ray] [--json results.json]
 """
@@ -24,7 +24,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from benchmarks import env_throughput, explore_throughput  # noqa: E402
+from benchmarks import env_throughput, explore_throughput, practice_throughput  # noqa: E402
 from robo_coevolve.evaluation import table, write_json  # noqa: E402
 from robo_coevolve.explore.backend import LocalBackend  # noqa: E402
 from robo_coevolve.explore.search import PrimitiveSearch, SearchConfig, evaluate_params  # noqa: E402
@@ -304,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     section("learner", rows_learner, 100 if args.quick else 300)
     section("clones", rows_clones, 300 if args.quick else 1000)
     section("inference", rows_inference, 50 if args.quick else 200)
+    section("practice", practice_throughput.rows_throughput, 64 if args.quick else 128)
     section("mastery", rows_mastery, args.budget, args.target)
     total = time.perf_counter() - started
 

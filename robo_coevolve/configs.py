@@ -27,6 +27,7 @@ from robo_coevolve.explore.ray_backend import RayBackend
 from robo_coevolve.explore.search import SearchConfig
 from robo_coevolve.learn.distill import DistillConfig
 from robo_coevolve.policy import PolicyConfig, PolicyConfigError
+from robo_coevolve.practice import PracticeConfig, RLConfig
 from robo_coevolve.refine import NoveltyGate, Refiner
 from robo_coevolve.resources import conf_dir
 from robo_coevolve.scoring import Thresholds
@@ -71,7 +72,8 @@ CONFIGS = {
     ("explore/backend", "local"): full(LocalBackend, zen_exclude=BACKEND),
     ("explore/backend", "ray"): full(RayBackend, zen_exclude=BACKEND),
     ("refine", "default"): full(Refiner, novelty=full(NoveltyGate), zen_exclude=("thresholds",)),
-    ("policy", "state"): full(PolicyConfig),
+    # the residual is practice's to add (practice.rl.residual_scale), not a setting of the clone
+    ("policy", "state"): full(PolicyConfig, zen_exclude=("residual_scale", "residual_hidden")),
     ("train", "bc"): full(CloneConfig),
     ("budget", "short"): full(Budget),
     ("coevolve", "off"): full(CoEvolveConfig),
@@ -79,6 +81,7 @@ CONFIGS = {
     ("coevolve/adversary", "default"): full(TaskAdversary),
     ("coevolve/answer", "default"): full(AnswerSearch),
     ("distill", "off"): full(DistillConfig),
+    ("practice", "off"): full(PracticeConfig, rl=full(RLConfig)),
     ("workspace", "evolve"): full(EvolveWorkspace, video=full(VideoConfig), zen_exclude=WORKSPACE),
     ("workspace", "explore"): full(ExploreWorkspace, zen_exclude=WORKSPACE),
     ("workspace", "scripted_demo"): full(ScriptedDemo, zen_exclude=WORKSPACE),

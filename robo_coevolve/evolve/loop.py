@@ -23,6 +23,10 @@ whose success has since fallen below its bar):
    from different seeds; with ``select_episodes``, ``selection.select`` keeps the best of them
    closed loop on selection tasks if it does at least as well there as the current policy,
    drawing more rounds (``redraws``) while none holds every bar;
+5b. **practise** (``practice.stage``, with ``PracticeConfig``; off by default): a newly selected
+   clone, saved as ``checkpoints/iter_<k>_clone``, practises closed loop on the node's tasks and
+   those of the nodes it keeps, and the practised policy is kept if it does at least as well on
+   the selection tasks;
 6. **evaluate**: closed-loop success of the policy on held-out tasks of the node and of those it
    keeps (forgetting shows there); the tree marks the node mastered at its threshold and unlocks
    its children.
@@ -47,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from robo_coevolve.atomic import write_text_atomic
+from robo_coevolve.atomic import directory_aside, write_text_atomic
 from robo_coevolve.evolve import artifacts, plots
 from robo_coevolve.evolve.cloning import Cloner
 from robo_coevolve.evolve.config import Budget, CloneConfig, CoEvolveConfig, VideoConfig
@@ -56,13 +60,21 @@ from robo_coevolve.evolve.datasets import data_sets, rehearsal_data
 from robo_coevolve.evolve.distillation import distill_run
 from robo_coevolve.evolve.exploration import Explorer
 from robo_coevolve.evolve.pools import TaskPools
-from robo_coevolve.evolve.run_state import ResumeError, RunState, config_differences, rollback
+from robo_coevolve.evolve.run_state import (
+    CHECKPOINTS,
+    ResumeError,
+    RunState,
+    checkpoint_name,
+    config_differences,
+    rollback,
+)
 from robo_coevolve.evolve.schedule import ExploreSchedule
 from robo_coevolve.evolve.selection import eval_seed, select, selection_tasks
 from robo_coevolve.explore.search import SearchConfig
 from robo_coevolve.learn import DistillConfig, evaluate_policy
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
+from robo_coevolve.practice.config import PracticeConfig
 from robo_coevolve.skill_tree import SkillNode, SkillTree
 
 log = logging.getLogger(__name__)
@@ -88,6 +100,7 @@ class EvolutionLoop:
         coevolve: task co-evolution (off by default).
         distill: the last stage, once the budget ends: the policy distilled into another, e.g. the
             image policy (``evolve.distillation``; off by default).
+        practice: the practice stage after selection (``practice.stage``; off by default).
     """
 
     def __init__(
@@ -107,6 +120,7 @@ class EvolutionLoop:
         config: dict[str, Any] | None = None,
         coevolve: CoEvolveConfig = CoEvolveConfig(),
         distill: DistillConfig | None = None,
+        practice: PracticeConfig | None = None,
     ):
         self.curriculum = Curriculum(tree, budget)
         if refine_successes < 1:
@@ -124,6 +138,7 @@ class EvolutionLoop:
         self.config = config or {}
         self.coevolve = coevolve
         self.distill = distill or DistillConfig()
+        self.practice = practice or PracticeConfig()
         self.pools = TaskPools(coevolve, self.output_dir)
         self.explorer = Explorer(search, schedule, backend, self.pools, train.compare_examples)
         self.policy: VLAPolicy | None = None
@@ -265,6 +280,15 @@ class EvolutionLoop:
             if self.train.split_sources and (selection is None or selection["taken"] is not None):
                 info["source"] = sets[0 if selection is None else selection["taken"]]
 
+        # 5b. practise a newly selected clone
+        practice = None
+        if (
+            fit is not None
+            and self.practice.enabled
+            and (selection is None or selection["taken"] is not None)
+        ):
+            practice = self._practise(node, kept, rng, k, selection)
+
         # 6. evaluate the node and those it keeps (not before the first success)
         evaluations, mastered = {}, False
         if fit is not None:
@@ -319,6 +343,8 @@ class EvolutionLoop:
             "videos": videos,
             "seconds": time.perf_counter() - start,
         }
+        if practice is not None:
+            record["practice"] = practice
         artifacts.append_metrics(self.output_dir, record)
         artifacts.write_tensorboard(self.output_dir, record)
         self.state.iteration = k
@@ -387,6 +413,46 @@ class EvolutionLoop:
             selection["example_sets"] = sets
         log.info("iteration %d: %s examples from %s (compared: %s)", k, node.name, winner, sets)
         return fit, selection, report
+
+    def _practise(
+        self, node: SkillNode, kept: list[SkillNode], rng: np.random.Generator, k: int, selection: dict | None
+    ) -> dict[str, Any]:
+        """The practice stage on the selected clone, which is saved first beside the iteration's
+        checkpoint (``iter_<k>_clone``); the policy the gate keeps becomes the loop's."""
+        from robo_coevolve.practice.stage import practise  # the stage scores with evolve.selection
+
+        with directory_aside(self.output_dir / CHECKPOINTS / f"{checkpoint_name(k)}_clone") as tmp:
+            self.policy.save_pretrained(tmp)
+        gate = selection_tasks(
+            self.tree,
+            node,
+            k,
+            self.seed,
+            self.train.select_episodes,
+            self.pools.of(node),
+            self.coevolve.select_episodes,
+        )
+        clone_rates = None if selection is None else selection["candidates"][selection["taken"]]
+        self.policy, record = practise(
+            self.policy,
+            node,
+            kept,
+            self.backend,
+            self.practice,
+            rng.spawn(1)[0],
+            self.output_dir / "practice" / checkpoint_name(k),
+            gate=gate,
+            clone_rates=clone_rates,
+        )
+        gate_record = record["gate"]
+        log.info(
+            "iteration %d: practice kept the %s (clone %s, practised %s)",
+            k,
+            gate_record["kept"],
+            gate_record["clone"],
+            gate_record["practised"],
+        )
+        return record
 
     def _cloner(
         self, node: SkillNode, kept: list[SkillNode], rng: np.random.Generator, k: int, sets: dict[str, list]

@@ -39,7 +39,11 @@ class Policy(Protocol):
     step for all of them. ``reset(batch)`` starts a new batch of episodes (for policies with
     memory, e.g. action chunks). ``privileged`` and ``image_size`` tell the explorer which
     observations to build. A policy may also expose ``holding``, ``(B,)`` bool: the episodes whose
-    motion it considers over (it holds its last command there), run without exploration noise."""
+    motion it considers over (it holds its last command there), run without exploration noise;
+    ``start_episodes(seeds)``, called after ``reset`` with each episode's noise seed (a policy
+    that explores by itself draws from them); and ``episode_record(i) -> dict`` of arrays with
+    one row per decision and a ``step`` column (when it was taken), returned in the trajectory's
+    ``meta["decisions"]`` without the rows past the episode's end."""
 
     privileged: bool
     image_size: int | None
@@ -52,12 +56,15 @@ class Policy(Protocol):
 @dataclass(frozen=True, eq=False)
 class PolicyEpisode:
     """One closed-loop episode: a concrete task (its ``seed`` is the reset seed) and the noise
-    added to the policy's actions, drawn from ``noise_seed``."""
+    added to the policy's actions, drawn from ``noise_seed``. With ``reward_gamma``, the env gives
+    the dense reward shaped with that discount (``EggFlipEnv(reward_type="dense")``) and the
+    trajectory's ``meta["rewards"]`` holds each step's."""
 
     task: TaskSpec
     noise: NoiseSpec | None = None
     noise_seed: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    reward_gamma: float | None = None
 
 
 def policy_episodes(
@@ -100,6 +107,7 @@ def run_policy_episodes(
             image_size=policy.image_size,
             thresholds=thresholds,
             instruction="text",  # the policy reads the instruction's text (its language encoder)
+            **({} if ep.reward_gamma is None else {"reward_type": "dense", "gamma": ep.reward_gamma}),
         )
         for ep in episodes
     ]
@@ -113,9 +121,12 @@ def run_policy_episodes(
         proprio = [[o["proprio"]] for o in obs]
         shown = list(obs)  # what the policy reads: each obs with the command the policy chose
         actions: list[list[np.ndarray]] = [[] for _ in episodes]
+        rewards: list[list[float]] = [[] for _ in episodes]
         live = [True] * len(episodes)
         with _single_thread_torch():
             policy.reset(len(episodes))
+            if hasattr(policy, "start_episodes"):
+                policy.start_episodes([ep.noise_seed for ep in episodes])
             t = 0
             while any(live):
                 batch = np.asarray(policy.act(_stack(shown)), dtype=np.float64).reshape(len(episodes), 5)
@@ -127,7 +138,8 @@ def run_policy_episodes(
                     noisy = noise[i] is not None and not (holding is not None and holding[i])
                     a = np.clip(chosen + noise[i][t], -1.0, 1.0) if noisy else chosen
                     a = a.astype(np.float32)
-                    obs[i], _, terminated, truncated, _ = env.step(a)
+                    obs[i], reward, terminated, truncated, _ = env.step(a)
+                    rewards[i].append(reward)
                     shown[i] = (
                         obs[i]
                         if noise[i] is None
@@ -137,24 +149,26 @@ def run_policy_episodes(
                     actions[i].append(a)
                     live[i] = not (terminated or truncated)
                 t += 1
-        return [
-            Trajectory.from_env(
-                env,
-                initial[i],
-                actions[i],
-                proprio[i],
-                ep.task.seed,
-                {
-                    "plan": "policy",
-                    "policy": type(policy).__name__,
-                    "noise": None
-                    if ep.noise is None
-                    else {"kind": ep.noise.kind, "temperature": ep.noise.temperature, "seed": ep.noise_seed},
-                    **ep.meta,
-                },
+        trajectories = []
+        for i, (env, ep) in enumerate(zip(envs, episodes, strict=True)):
+            meta = {
+                "plan": "policy",
+                "policy": type(policy).__name__,
+                "noise": None
+                if ep.noise is None
+                else {"kind": ep.noise.kind, "temperature": ep.noise.temperature, "seed": ep.noise_seed},
+                **ep.meta,
+            }
+            if ep.reward_gamma is not None:
+                meta["rewards"] = np.asarray(rewards[i], np.float64)
+            record = policy.episode_record(i) if hasattr(policy, "episode_record") else {}
+            if record:
+                within = np.asarray(record["step"]) < len(actions[i])
+                meta["decisions"] = {k: np.asarray(v)[within] for k, v in record.items()}
+            trajectories.append(
+                Trajectory.from_env(env, initial[i], actions[i], proprio[i], ep.task.seed, meta)
             )
-            for i, (env, ep) in enumerate(zip(envs, episodes, strict=True))
-        ]
+        return trajectories
     finally:
         for env in envs:
             env.close()

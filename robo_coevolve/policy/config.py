@@ -62,6 +62,11 @@ class PolicyConfig:
             wherever the last one left the spatula, so small errors integrate). "absolute": the
             commanded poses themselves (position control, as in Diffusion Policy: no drift, but
             errors are a share of the whole workspace, too coarse for scooping).
+        residual_scale: with a value > 0 the policy has a residual head (``policy.residual``) that
+            practice trains on top of the frozen base: a correction of each chunk's executed
+            steps, in normalised delta units, times this scale. 0: no residual (set by practice,
+            not by hand).
+        residual_hidden: width of the residual head's hidden layers.
     """
 
     use_image: bool = False
@@ -91,6 +96,8 @@ class PolicyConfig:
     image_shift: int = 0
     egg_aux: float = 0.0
     action_mode: str = "delta"
+    residual_scale: float = 0.0
+    residual_hidden: int = 64
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -133,6 +140,8 @@ class PolicyConfig:
             ),
             "egg_aux": (self.egg_aux >= 0.0, "must be >= 0"),
             "action_mode": (self.action_mode in ("delta", "absolute"), "must be 'delta' or 'absolute'"),
+            "residual_scale": (self.residual_scale >= 0.0, "must be >= 0 (0: no residual)"),
+            "residual_hidden": (self.residual_hidden >= 1, "must be >= 1"),
         }
         for name, (ok, problem) in checks.items():
             if not ok:

@@ -3,7 +3,8 @@
 A robot controller should not need Python and torch to run a policy: ONNX runs in onnxruntime
 (C++, many platforms, no GIL), so a cloned skill can be deployed or benchmarked apart from this
 package. Only the network is exported, as ``predict_chunk`` computes it: raw observations in
-(normalised inside the graph with the checkpoint's statistics), the mode action chunk out. The
+(normalised inside the graph with the checkpoint's statistics), the mode action chunk out (with a
+practised policy's residual correction). The
 instruction's sentence embedding is an input, not part of the graph: embeddings are computed
 once per instruction and cached (``policy.encode_language``), and the ~90 MB language model
 would dominate a graph whose per-step work is a few small layers. An export is trusted only
@@ -80,6 +81,8 @@ class ChunkGraph(nn.Module):
         best = mixture.logits.argmax(dim=-1)
         index = best.view(-1, 1, 1).expand(-1, 1, mixture.means.shape[-1])
         mode = mixture.means.gather(1, index).squeeze(1)
+        if p.residual is not None:  # the residual's mean correction of the executed steps
+            mode = p.corrected(mode, p.residual(prediction.features, mode[:, : p.executed_dim]))
         chunk = (mode * p.delta_std + p.delta_mean).view(-1, p.config.chunk, p.config.action_dim)
         if p.config.action_mode == "delta":
             command = 2.0 * (batch["proprio"][:, 10:15] - self.low) / (self.high - self.low) - 1.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from robo_coevolve.policy.encoders import (
     shared_language_encoder,
 )
 from robo_coevolve.policy.heads import GaussianMixture, GMMChunkHead
+from robo_coevolve.policy.residual import ResidualExploration, ResidualHead
 
 FORMAT_VERSION = 1
 CONFIG_NAME = "config.json"
@@ -91,11 +92,13 @@ class ChunkPrediction:
     """What the network predicts for a batch: the ``mixture`` over normalised action chunks
     ``(B, chunk * 5)`` and, with ``predict_end``, ``end_logits (B, chunk)``: that each chunk step
     lies past the demonstration's end; with ``egg_aux``, ``egg_position (B, 3)``: the egg's
-    normalised position as the camera's features place it."""
+    normalised position as the camera's features place it; ``features (B, hidden)``: what the
+    heads decoded (the residual reads them)."""
 
     mixture: GaussianMixture
     end_logits: torch.Tensor | None = None
     egg_position: torch.Tensor | None = None  # (B, 3) normalised, from the camera (egg_aux)
+    features: torch.Tensor | None = None
 
 
 class VLAPolicy(nn.Module):
@@ -170,6 +173,12 @@ class VLAPolicy(nn.Module):
         self.head = GMMChunkHead(h, flat, config.components, config.min_std)
         # Logits that each chunk step lies past the demonstration's end (predict_end).
         self.end_head: nn.Linear | None = nn.Linear(h, config.chunk) if config.predict_end else None
+        # Practice's correction of the executed steps (residual_scale > 0), on the frozen base.
+        self.residual: ResidualHead | None = None
+        if config.residual_scale > 0.0:
+            self.residual = ResidualHead(h, self.executed_dim, config.residual_hidden)
+        # Set by practice while it explores (a plain attribute: never in the checkpoint).
+        self.exploration: ResidualExploration | None = None
         self._plan: np.ndarray | None = None
         self._ended = np.zeros(0, bool)  # (B,) episodes whose motion is over: they hold _last
         self._last: np.ndarray | None = None  # (B, 5) the actions returned last
@@ -228,7 +237,28 @@ class VLAPolicy(nn.Module):
         features, seen = self.features(batch)
         end = None if self.end_head is None else self.end_head(features)
         egg = None if self.egg_probe is None else self.egg_probe(seen)
-        return ChunkPrediction(self.head(features), end, egg)
+        return ChunkPrediction(self.head(features), end, egg, features)
+
+    @property
+    def executed_dim(self) -> int:
+        """Size of the executed steps of a flattened chunk (what the residual corrects)."""
+        return self.config.execute * self.config.action_dim
+
+    def corrected(self, mode: torch.Tensor, correction: torch.Tensor) -> torch.Tensor:
+        """The normalised chunk ``mode (B, chunk * 5)`` with ``correction (B, execute * 5)``, the
+        residual's unscaled output, added to its executed steps times ``residual_scale``."""
+        n = self.executed_dim
+        return torch.cat([mode[:, :n] + self.config.residual_scale * correction, mode[:, n:]], dim=-1)
+
+    def with_residual(self, scale: float) -> VLAPolicy:
+        """This policy with a fresh residual head of ``scale`` (0: none), in place: a fresh
+        residual changes no action."""
+        self.config = replace(self.config, residual_scale=float(scale))
+        self.residual = None
+        if scale > 0.0:
+            c = self.config
+            self.residual = ResidualHead(c.hidden, self.executed_dim, c.residual_hidden).to(self._device())
+        return self
 
     def features(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The fused, instruction-modulated features ``(B, hidden)`` that the heads decode, and the
@@ -318,15 +348,38 @@ class VLAPolicy(nn.Module):
         to [-1, 1]. Runs in eval mode."""
         return self.predict(obs)[0]
 
-    @torch.no_grad()
     def predict(self, obs: dict) -> tuple[np.ndarray, np.ndarray | None]:
-        """:meth:`predict_chunk`'s actions and, with ``predict_end``, the probability ``(B, chunk)``
-        that each of their steps lies past the demonstration's end (else None)."""
+        """:meth:`predict_chunk`'s actions (with the residual's mean correction, if any) and, with
+        ``predict_end``, the probability ``(B, chunk)`` that each of their steps lies past the
+        demonstration's end (else None)."""
+        chunk, end, _ = self._predict(obs, None)
+        return chunk, end
+
+    @torch.no_grad()
+    def _predict(
+        self, obs: dict, exploration: ResidualExploration | None
+    ) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray] | None]:
+        """:meth:`predict`, the residual's correction drawn from ``exploration`` when given; then
+        also what the decision saw and drew (``features``, ``base``, ``sample``, ``log_prob``)."""
         was_training = self.training
         self.eval()
+        decision = None
         try:
             prediction = self(obs)
-            flat = prediction.mixture.mode() * self.delta_std + self.delta_mean
+            mode = prediction.mixture.mode()
+            if self.residual is not None:
+                base = mode[:, : self.executed_dim]
+                correction = self.residual(prediction.features, base)
+                if exploration is not None:
+                    correction, log_prob = exploration.sample(correction)
+                    decision = {
+                        "features": prediction.features.float().cpu().numpy(),
+                        "base": base.float().cpu().numpy(),
+                        "sample": correction.float().cpu().numpy(),
+                        "log_prob": log_prob.float().cpu().numpy(),
+                    }
+                mode = self.corrected(mode, correction)
+            flat = mode * self.delta_std + self.delta_mean
             end = prediction.end_logits
             end = None if end is None else torch.sigmoid(end)
         finally:
@@ -335,7 +388,7 @@ class VLAPolicy(nn.Module):
         if self.config.action_mode == "delta":
             chunk = command_as_action(np.asarray(obs["proprio"]))[:, None, :] + chunk
         end = None if end is None else end.float().cpu().numpy()
-        return np.clip(chunk, -1.0, 1.0).astype(np.float32), end
+        return np.clip(chunk, -1.0, 1.0).astype(np.float32), end, decision
 
     # --------------------------------------------------------------------------- policy protocol
     def reset(self, batch: int) -> None:
@@ -344,6 +397,18 @@ class VLAPolicy(nn.Module):
         self._cursor = 0
         self._steps = 0
         self._ended = np.zeros(batch, bool)
+
+    def start_episodes(self, seeds: list[int]) -> None:
+        """The explorer's hook at the start of a batch: each episode's noise seed, from which
+        practice's residual exploration (if set) draws that episode's corrections."""
+        if self.exploration is not None:
+            self.exploration.start(seeds)
+
+    def episode_record(self, i: int) -> dict[str, np.ndarray]:
+        """The explorer's hook at the end of a batch: episode ``i``'s decisions under practice's
+        exploration (one row each: ``step``, ``time``, ``features``, ``base``, ``sample``,
+        ``log_prob``); empty without exploration."""
+        return {} if self.exploration is None else self.exploration.episode_record(i)
 
     @property
     def holding(self) -> np.ndarray:
@@ -369,13 +434,19 @@ class VLAPolicy(nn.Module):
         if self._plan is None or self._cursor >= cfg.execute:
             # The explorer steps every episode in lockstep, so all queues empty together: one
             # network call re-plans the whole batch.
-            chunk, end = self.predict(self._timed(obs, b))
+            explore = self.exploration if self.residual is not None else None
+            if explore is None:
+                (chunk, end), decision = self.predict(self._timed(obs, b)), None
+            else:
+                chunk, end, decision = self._predict(self._timed(obs, b), explore)
             self._plan = chunk[:, : cfg.execute]
             self._cursor = 0
+            if end is not None:
+                self._ended |= end.max(-1) > cfg.end_threshold
+            if decision is not None:  # the decisions whose correction moves the spatula
+                explore.record(self._steps, self._steps / cfg.control_hz, decision, ~self._ended)
         action = self._plan[:, self._cursor]
         self._cursor += 1
-        if end is not None:
-            self._ended |= end.max(-1) > cfg.end_threshold
         action = np.where(self._ended[:, None], self._last, action)
         self._steps += 1
         self._last = np.asarray(action, np.float32)

@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from robo_coevolve.evolve.config import Budget, CloneConfig, CoEvolveConfig, VideoConfig
 from robo_coevolve.evolve.loop import EvolutionLoop
 from robo_coevolve.learn.distill import DistillConfig, image_size
+from robo_coevolve.practice import PracticeConfig
 from robo_coevolve.workspace.build import ConfigError, build
 from robo_coevolve.workspace.explore import backend_config, search_settings
 
@@ -66,6 +67,11 @@ class EvolveWorkspace:
                 image_size(self.policy_config, self.distill.student)
             except ValueError as err:
                 raise ConfigError(f"config group 'distill': {err}") from None
+        self.practice = build(cfg.practice, "practice") if "practice" in cfg else PracticeConfig()
+        if not isinstance(self.practice, PracticeConfig):
+            raise ConfigError(
+                "practice must build PracticeConfig (check its _target_): use practice=rl or off"
+            )
         self.search = search_settings(e)
         if isinstance(video, DictConfig):
             video = build(video, "workspace.video")
@@ -98,6 +104,8 @@ class EvolveWorkspace:
         c.pop("distill", None)
         c.get("explore", {}).pop("backend", None)
         c.get("train", {}).pop("workers", None)
+        if c.get("practice", {}).get("method") == "off":  # runs from before the practice stage resume
+            c.pop("practice")
         return c
 
     def backend(self):
@@ -125,6 +133,7 @@ class EvolveWorkspace:
                 config=self.stored_config(),
                 coevolve=self.coevolve,
                 distill=self.distill,
+                practice=self.practice,
             )
             summary = loop.run()
         finally:

@@ -42,6 +42,8 @@ def policy(**config) -> VLAPolicy:
     )
     with torch.no_grad():
         p.film.weight.normal_(0.0, 0.2)
+        if p.residual is not None:  # a practised residual: its correction must reach the graph
+            p.residual.net[-1].weight.normal_(0.0, 1.0)
     return p.eval()
 
 
@@ -49,11 +51,22 @@ STATE = dict(use_image=False, use_egg_state=True)
 IMAGE = dict(use_image=True, use_egg_state=False, image_size=64)
 ABSOLUTE = dict(STATE, action_mode="absolute")
 END = dict(STATE, predict_end=True)
+RESIDUAL = dict(STATE, residual_scale=0.5)
 
 
-@pytest.mark.parametrize("config", [STATE, IMAGE, ABSOLUTE, END], ids=["state", "image", "absolute", "end"])
+@pytest.mark.parametrize(
+    "config", [STATE, IMAGE, ABSOLUTE, END, RESIDUAL], ids=["state", "image", "absolute", "end", "residual"]
+)
 def test_onnx_actions_match_torch_for_any_batch(tmp_path, config):
     p = policy(**config)
+    if p.residual is not None:  # the residual moves the executed steps, and the graph has them
+        obs = example_observation(p, 3, np.random.default_rng(3))
+        base = VLAPolicy(p.config)
+        base.load_state_dict(
+            {k: v for k, v in p.state_dict().items() if not k.startswith("residual.")}, strict=False
+        )
+        moved = np.abs(p.predict_chunk(obs) - base.eval().predict_chunk(obs))
+        assert moved[:, : p.config.execute].max() > 1e-3 and moved[:, p.config.execute :].max() == 0.0
     session = onnx_session(export_onnx(p, tmp_path / "p.onnx"))
     assert [i.name for i in session.get_inputs()] == input_names(p)
     rng = np.random.default_rng(1)

@@ -1,0 +1,122 @@
+"""The practice stage's settings (the ``practice`` config group): which method improves a node's
+selected clone from its own closed-loop episodes, on how many tasks of which kinds, and the
+hyper-parameters of the residual PPO learner."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+METHODS = ("off", "rl", "dpo")
+
+
+@dataclass(frozen=True)
+class RLConfig:
+    """Residual PPO (``practice.rl``): a residual head on the frozen clone, a value MLP on the same
+    features, clipped-ratio updates of the episodes' decisions (CleanRL's PPO).
+
+    Args:
+        residual_scale: the residual's correction times this, in normalised delta units
+            (``PolicyConfig.residual_scale``): small, so the base's motion stays the backbone.
+        init_log_std: starting log std of the Gaussian on the residual's (unscaled) output.
+        episodes_per_update: episodes run with one set of weights before each update.
+        gamma: discount per decision (one decision runs the chunk's executed steps).
+        gae_lambda: GAE's lambda.
+        epochs: passes over an update's decisions.
+        minibatch: decisions per gradient step.
+        lr: Adam's learning rate (residual, log std and value together).
+        clip: PPO's ratio clip.
+        value_coef: weight of the value loss.
+        value_warmup: first updates that fit the value only (a fresh critic's advantages are noise).
+        anchor: weight of the KL from the zero-residual policy (the base), 0: off.
+        max_grad_norm: gradient clip.
+    """
+
+    residual_scale: float = 0.1
+    init_log_std: float = 0.0
+    episodes_per_update: int = 64
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    epochs: int = 4
+    minibatch: int = 256
+    lr: float = 1e-3
+    clip: float = 0.2
+    value_coef: float = 0.5
+    value_warmup: int = 1
+    anchor: float = 0.0
+    max_grad_norm: float = 0.5
+
+    def __post_init__(self) -> None:
+        checks = {
+            "residual_scale": self.residual_scale > 0.0,
+            "episodes_per_update": self.episodes_per_update >= 1,
+            "gamma": 0.0 < self.gamma <= 1.0,
+            "gae_lambda": 0.0 <= self.gae_lambda <= 1.0,
+            "epochs": self.epochs >= 1,
+            "minibatch": self.minibatch >= 1,
+            "lr": self.lr > 0.0,
+            "clip": self.clip > 0.0,
+            "value_coef": self.value_coef >= 0.0,
+            "value_warmup": self.value_warmup >= 0,
+            "anchor": self.anchor >= 0.0,
+            "max_grad_norm": self.max_grad_norm > 0.0,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            name = bad[0]
+            raise ValueError(
+                f"practice.rl.{name}={getattr(self, name)!r} is out of range: see RLConfig's docstring"
+            )
+
+
+@dataclass(frozen=True)
+class PracticeConfig:
+    """After a node's clone is selected, its policy practises closed loop and is kept only if it
+    then does at least as well on the loop's selection tasks (``practice.stage``).
+
+    Args:
+        method: "off", "rl" (residual PPO, ``practice.rl``) or "dpo" (preferences,
+            ``practice.preference``).
+        episodes: practice episodes per node practised, shared by the node and those it keeps.
+        weak_share: share of the tasks from each node's weak stratum (the lightest fifth of its
+            egg masses).
+        push_share: share of perturbed tasks (a push on the egg, ``push_force`` N).
+        push_force: (low, high) N of the pushes, drawn uniformly.
+        gate_episodes: selection episodes per node for the gate when the loop gives none.
+        rl: residual PPO's settings.
+        dpo: the preference method's settings (read by ``practice.preference``).
+    """
+
+    method: str = "off"
+    episodes: int = 768
+    weak_share: float = 0.2
+    push_share: float = 0.4
+    push_force: tuple[float, float] = (0.25, 1.0)
+    gate_episodes: int = 50
+    rl: RLConfig = field(default_factory=RLConfig)
+    dpo: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "push_force", tuple(float(f) for f in self.push_force))
+        if self.method not in METHODS:
+            raise ValueError(f"practice.method={self.method!r}: choose one of {', '.join(METHODS)}")
+        if self.episodes < 1 or self.gate_episodes < 1:
+            raise ValueError(
+                f"practice.episodes={self.episodes} and practice.gate_episodes={self.gate_episodes} "
+                "must be >= 1"
+            )
+        if min(self.weak_share, self.push_share) < 0.0 or self.weak_share + self.push_share > 1.0:
+            raise ValueError(
+                f"practice.weak_share={self.weak_share} and push_share={self.push_share} must be >= 0 "
+                "and sum to at most 1 (the rest are nominal tasks)"
+            )
+        low, high = self.push_force if len(self.push_force) == 2 else (-1.0, -1.0)
+        if not 0.0 <= low <= high:
+            raise ValueError(
+                f"practice.push_force={list(self.push_force)} must be [low, high] N with 0 <= low <= high"
+            )
+
+    @property
+    def enabled(self) -> bool:
+        return self.method != "off"
