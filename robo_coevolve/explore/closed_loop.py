@@ -56,15 +56,12 @@ class Policy(Protocol):
 @dataclass(frozen=True, eq=False)
 class PolicyEpisode:
     """One closed-loop episode: a concrete task (its ``seed`` is the reset seed) and the noise
-    added to the policy's actions, drawn from ``noise_seed``. With ``reward_gamma``, the env gives
-    the dense reward shaped with that discount (``EggFlipEnv(reward_type="dense")``) and the
-    trajectory's ``meta["rewards"]`` holds each step's."""
+    added to the policy's actions, drawn from ``noise_seed``."""
 
     task: TaskSpec
     noise: NoiseSpec | None = None
     noise_seed: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
-    reward_gamma: float | None = None
 
 
 def policy_episodes(
@@ -107,7 +104,6 @@ def run_policy_episodes(
             image_size=policy.image_size,
             thresholds=thresholds,
             instruction="text",  # the policy reads the instruction's text (its language encoder)
-            **({} if ep.reward_gamma is None else {"reward_type": "dense", "gamma": ep.reward_gamma}),
         )
         for ep in episodes
     ]
@@ -121,7 +117,6 @@ def run_policy_episodes(
         proprio = [[o["proprio"]] for o in obs]
         shown = list(obs)  # what the policy reads: each obs with the command the policy chose
         actions: list[list[np.ndarray]] = [[] for _ in episodes]
-        rewards: list[list[float]] = [[] for _ in episodes]
         live = [True] * len(episodes)
         with _single_thread_torch():
             policy.reset(len(episodes))
@@ -138,8 +133,7 @@ def run_policy_episodes(
                     noisy = noise[i] is not None and not (holding is not None and holding[i])
                     a = np.clip(chosen + noise[i][t], -1.0, 1.0) if noisy else chosen
                     a = a.astype(np.float32)
-                    obs[i], reward, terminated, truncated, _ = env.step(a)
-                    rewards[i].append(reward)
+                    obs[i], _, terminated, truncated, _ = env.step(a)
                     shown[i] = (
                         obs[i]
                         if noise[i] is None
@@ -159,8 +153,6 @@ def run_policy_episodes(
                 else {"kind": ep.noise.kind, "temperature": ep.noise.temperature, "seed": ep.noise_seed},
                 **ep.meta,
             }
-            if ep.reward_gamma is not None:
-                meta["rewards"] = np.asarray(rewards[i], np.float64)
             record = policy.episode_record(i) if hasattr(policy, "episode_record") else {}
             if record:
                 within = np.asarray(record["step"]) < len(actions[i])

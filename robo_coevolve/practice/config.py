@@ -31,14 +31,15 @@ class RLConfig:
         value_warmup: first updates that fit the value only (a fresh critic's advantages are noise).
         anchor: weight of the KL from the zero-residual policy (the base), 0: off.
         max_grad_norm: gradient clip.
+        success_bonus: reward of a success on top of its progress (``rl.progress_rewards``).
     """
 
-    residual_scale: float = 0.1
+    residual_scale: float = 0.3
     init_log_std: float = 0.0
     episodes_per_update: int = 64
     gamma: float = 0.99
     gae_lambda: float = 0.95
-    epochs: int = 4
+    epochs: int = 10
     minibatch: int = 256
     lr: float = 1e-3
     clip: float = 0.2
@@ -46,6 +47,7 @@ class RLConfig:
     value_warmup: int = 1
     anchor: float = 0.0
     max_grad_norm: float = 0.5
+    success_bonus: float = 1.0
 
     def __post_init__(self) -> None:
         checks = {
@@ -61,6 +63,7 @@ class RLConfig:
             "value_warmup": self.value_warmup >= 0,
             "anchor": self.anchor >= 0.0,
             "max_grad_norm": self.max_grad_norm > 0.0,
+            "success_bonus": self.success_bonus >= 0.0,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:

@@ -6,9 +6,11 @@ Top to bottom, each update:
 1. rollout: ``episodes_per_update`` episodes through the backend, the residual's output drawn
    from a Gaussian (a learnable log std, kept here, not in the checkpoint) per decision, from a
    generator seeded by each episode's noise seed; each trajectory brings back what every decision
-   saw (the base's features and chunk), drew and its log-probability, and each step's reward;
-2. returns: a decision's reward is the sum of its executed steps' (the last one's runs to the
-   episode's end); GAE over the decisions with a value MLP on the same features and the time;
+   saw (the base's features and chunk), drew and its log-probability;
+2. returns: the physics scorer's reward (``progress_rewards``: each step's gain in the skill's
+   graded progress, plus ``success_bonus`` at the end of a success); a decision's reward is the
+   sum of its executed steps' (the last one's runs to the episode's end); GAE over the decisions
+   with a value MLP on the same features and the time;
 3. update: ``epochs`` passes of minibatches, clipped ratio, normalised advantages, value loss,
    optionally a KL anchor to the base (the zero residual); the first ``value_warmup`` updates fit
    the value only.
@@ -32,6 +34,8 @@ from robo_coevolve.explore.closed_loop import PolicyEpisode
 from robo_coevolve.policy import VLAPolicy
 from robo_coevolve.policy.residual import ResidualExploration, gaussian_log_prob
 from robo_coevolve.practice.config import RLConfig
+from robo_coevolve.scoring import Scorer
+from robo_coevolve.scoring.progress import ProgressTracker
 from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory
 
@@ -51,6 +55,21 @@ class ValueNet(nn.Module):
 
     def forward(self, features: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
         return self.net(torch.cat([features, time.unsqueeze(-1)], dim=-1)).squeeze(-1)
+
+
+def progress_rewards(traj: Trajectory, success_bonus: float, scorer: Scorer | None = None) -> np.ndarray:
+    """Each step's reward: the gain in the skill's graded progress (``scoring.progress``: held,
+    lifted, turned over, resting ... and the egg's integrity), so the return is the progress the
+    episode reached, plus ``success_bonus`` on its last step when it succeeded. Unlike the env's
+    potential-based shaping, whose return telescopes to the sparse success, an episode that got
+    further scores more even when every episode fails."""
+    scorer = scorer or Scorer(1.0 / traj.control_hz)
+    events = traj.events(scorer.thresholds)
+    tracker = ProgressTracker(traj.task.skill, scorer.hold_steps, scorer.thresholds)
+    potentials = np.array([tracker.update({k: v[t] for k, v in events.items()}) for t in range(len(traj))])
+    rewards = np.diff(potentials, prepend=0.0)
+    rewards[-1] += success_bonus * float(traj.success)
+    return rewards
 
 
 def decision_rewards(steps: np.ndarray, rewards: np.ndarray) -> np.ndarray:
@@ -86,7 +105,7 @@ def _batch(
             parts[k].append(np.asarray(d[k], np.float32))
         with torch.no_grad():
             values = value(torch.as_tensor(parts["features"][-1]), torch.as_tensor(parts["time"][-1])).numpy()
-        rewards = decision_rewards(np.asarray(d["step"]), np.asarray(traj.meta["rewards"]))
+        rewards = decision_rewards(np.asarray(d["step"]), progress_rewards(traj, config.success_bonus))
         adv = gae(rewards, values.astype(np.float64), config.gamma, config.gae_lambda)
         advantages.append(adv)
         returns.append(adv + values)
@@ -166,13 +185,11 @@ def practise_rl(
         optimizer = torch.optim.Adam(
             [*practised.residual.parameters(), log_std, *value.parameters()], lr=config.lr, eps=1e-5
         )
-        # the env's shaping discount per step, so that a decision's is config.gamma
-        step_gamma = config.gamma ** (1.0 / practised.config.execute)
         history = []
         for u, first in enumerate(range(0, len(tasks), config.episodes_per_update)):
             t0 = time.perf_counter()
             episodes = [
-                PolicyEpisode(task, noise_seed=int(rng.integers(2**31 - 1)), reward_gamma=step_gamma)
+                PolicyEpisode(task, noise_seed=int(rng.integers(2**31 - 1)))
                 for task in tasks[first : first + config.episodes_per_update]
             ]
             practised.exploration = ResidualExploration(log_std.detach().numpy().copy())
@@ -193,7 +210,7 @@ def practise_rl(
                     "episodes": len(episodes),
                     "decisions": 0 if batch is None else len(batch["sample"]),
                     "success": float(np.mean([t.success for t in trajectories])),
-                    "return": float(np.mean([t.meta["rewards"].sum() for t in trajectories])),
+                    "progress": float(np.mean([t.outcome["progress"] for t in trajectories])),
                     **stats,
                     "std": float(log_std.detach().exp().mean()),
                     "value_only": value_only,

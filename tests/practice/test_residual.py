@@ -1,5 +1,5 @@
 """The residual head: a fresh one changes no action, it travels in the checkpoint, and a closed-loop
-episode under practice's exploration records its decisions and dense rewards."""
+episode under practice's exploration records its decisions."""
 
 import numpy as np
 import pytest
@@ -44,18 +44,17 @@ def test_the_residual_travels_in_the_checkpoint_and_a_new_stage_drops_it(tmp_pat
         PolicyConfig(residual_scale=-0.1)
 
 
-def test_an_explored_episode_returns_its_decisions_and_dense_rewards():
+def test_an_explored_episode_returns_its_decisions():
     torch.manual_seed(0)
     policy = VLAPolicy(PolicyConfig(**SMALL)).with_residual(0.1)
     tasks = TaskDistribution.for_skill("catch").sample_many(np.random.default_rng(0), 2)
-    episodes = [PolicyEpisode(t, noise_seed=7 + i, reward_gamma=0.99) for i, t in enumerate(tasks)]
+    episodes = [PolicyEpisode(t, noise_seed=7 + i) for i, t in enumerate(tasks)]
     policy.exploration = ResidualExploration(np.zeros(policy.executed_dim))
     first = run_policy_episodes(policy, episodes)
     # another batch: episode 1 draws the same noise (batched matmuls may differ in the last bit)
     second = run_policy_episodes(policy, episodes[1:])
     for traj in first:
         d, steps = traj.meta["decisions"], len(traj.actions)
-        assert len(traj.meta["rewards"]) == steps
         assert d["step"].tolist() == list(range(0, steps, policy.config.execute))
         assert d["features"].shape == (len(d["step"]), 64) and d["sample"].shape == (len(d["step"]), 10)
         assert np.all(d["sample"] != 0.0)  # a zero residual's mean, plus the drawn noise
@@ -63,4 +62,4 @@ def test_an_explored_episode_returns_its_decisions_and_dense_rewards():
     np.testing.assert_allclose(*same, atol=1e-5)
     np.testing.assert_allclose(first[1].actions, second[0].actions, atol=1e-5)
     plain = run_policy_episodes(VLAPolicy(policy.config), episodes[:1])[0]
-    assert "decisions" not in plain.meta and "rewards" in plain.meta
+    assert "decisions" not in plain.meta

@@ -4,16 +4,38 @@ import numpy as np
 import pytest
 import torch
 
+from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.backend import LocalBackend
+from robo_coevolve.motion import scripted
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
 from robo_coevolve.practice import RLConfig
-from robo_coevolve.practice.rl import decision_rewards, gae, practise_rl
+from robo_coevolve.practice.rl import decision_rewards, gae, practise_rl, progress_rewards
 from robo_coevolve.task_distribution import TaskDistribution
+from robo_coevolve.trajectory import run_actions, run_motion
 
 
 def test_a_decisions_reward_sums_its_steps_and_the_last_runs_to_the_end():
     rewards = np.arange(10.0)
     np.testing.assert_allclose(decision_rewards(np.array([0, 2, 4]), rewards), [1.0, 5.0, 39.0])
+
+
+def test_the_progress_reward_returns_the_progress_reached_and_the_success_bonus():
+    """A scripted flip that succeeds and a motionless one: the returns are their progress (the
+    scorer's) plus the bonus on the success only, and the successful one gains before its end."""
+    env = EggFlipEnv(skill="flip")
+    task = TaskDistribution.for_skill("flip").sample(np.random.default_rng(0))
+    env.reset(seed=task.seed, options={"task": task})
+    done = run_motion(env, scripted.MOTIONS["flip"], seed=task.seed)
+    env.reset(seed=task.seed, options={"task": task})
+    idle = run_actions(env, np.repeat(done.actions[:1], len(done), axis=0), seed=task.seed)
+    env.close()
+    assert done.success and not idle.success
+    for traj in (done, idle):
+        rewards = progress_rewards(traj, success_bonus=2.0)
+        assert len(rewards) == len(traj)
+        expected = (1.0 if traj.success else traj.outcome["progress"]) + 2.0 * traj.success
+        assert rewards.sum() == pytest.approx(expected, abs=1e-6)
+    assert progress_rewards(done, 0.0)[: len(done) // 2].sum() > 0.2
 
 
 def test_gae_matches_the_discounted_sum_of_td_errors():
@@ -47,7 +69,7 @@ def test_the_same_inputs_give_the_same_weights_on_any_number_of_workers():
         runs.append((practised.state_dict(), record))
     assert len(runs[0][1]["updates"]) == 2 and runs[0][1]["updates"][1]["kl"] > 0.0  # it did learn
     for state, record in runs[1:]:
-        assert [u["return"] for u in record["updates"]] == [u["return"] for u in runs[0][1]["updates"]]
+        assert [u["progress"] for u in record["updates"]] == [u["progress"] for u in runs[0][1]["updates"]]
         for key, value in runs[0][0].items():
             assert torch.equal(value, state[key]), key
     assert policy.residual is None  # the clone itself is left as it was
