@@ -200,7 +200,7 @@ def _instruction(skill: str, split: str, index: int) -> str:
     return train[index] if split == "train" else PARAPHRASES[skill]["heldout"][index - len(train)]
 
 
-_PUSH_TRAIN, _PUSH_HELDOUT = Span(((0.25, 1.0),)), Span(((1.5, 2.5),))
+_PUSH_TRAIN, _PUSH_HELDOUT = Span(((0.1, 0.4),)), Span(((0.5, 1.0),))
 _N_TRAIN = len(PARAPHRASES["scoop"]["train"])
 _N_HELDOUT = len(PARAPHRASES["scoop"]["heldout"])
 _TRAIN_PHRASES = Choices(tuple(range(_N_TRAIN)))
@@ -217,12 +217,12 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "push on pan",
-        "the push, once the egg lies on the pan (before the blade reaches it; a flipped egg after landing)",
+        "the push, once the egg lies on the pan before the blade reaches it",
         "N",
         _PUSH_TRAIN,
         _PUSH_HELDOUT,
         _push("pan"),
-        skills=("scoop", "flip"),
+        skills=("scoop",),
     ),
     Family(
         "push on blade",
@@ -246,7 +246,7 @@ FAMILIES: tuple[Family, ...] = (
         "the egg's mass, times the node's nominal one",
         "x",
         Span(((0.8, 1.2),)),
-        Span(((0.5, 0.7), (1.3, 1.6))),
+        Span(((0.4, 0.6), (1.4, 1.8))),
         _scaled("egg_mass"),
     ),
     Family(
@@ -270,7 +270,7 @@ FAMILIES: tuple[Family, ...] = (
         "the spatula servos' position gains, times the scene's",
         "x",
         Span(((0.75, 1.3),)),
-        Span(((0.4, 0.6), (1.6, 2.5))),
+        Span(((0.25, 0.5), (2.0, 4.0))),
         _set("servo_gain"),
     ),
     Family(
