@@ -18,6 +18,7 @@ its paired margin over the answer with a 95% interval.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -32,6 +33,8 @@ from robo_coevolve.explore.backend import RolloutBackend
 from robo_coevolve.explore.open_loop import Trial
 from robo_coevolve.explore.plans import PrimitivePlan
 from robo_coevolve.learn.evaluator import evaluate_tasks
+
+log = logging.getLogger(__name__)
 
 ANSWER, ORACLE, FINAL = "answer", "oracle", "final"
 PLANS = (ANSWER, ORACLE)
@@ -97,7 +100,10 @@ def robustness(
                 if fam is not None and fam.language and not all(p.config.use_language for p in arm):
                     continue
                 runs[name] = np.array([outcomes(evaluate_tasks(p, drawn, backend).trajectories) for p in arm])
-            rows[NOMINAL if fam is None else fam.name] = summary(runs)
+            name = NOMINAL if fam is None else fam.name
+            rows[name] = summary(runs)
+            rates = ", ".join(f"{arm} {100 * r:.0f}%" for arm, r in rows[name]["success"].items())
+            log.info("%s, %s: %s", node.skill, name, rates)
         report["skills"][node.skill] = rows
     return report
 
