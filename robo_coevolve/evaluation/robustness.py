@@ -13,7 +13,8 @@ its skill, ``tasks`` held-out tasks (the family's held-out range; seeds from
 
 The row "none" is the node's own tasks, unperturbed. For each policy the report gives its share
 of the oracle's success, the share of the gap between the answer and the oracle it closes, and
-its paired margin over the answer with a 95% interval.
+its paired margin over the answer with a 95% interval; for the pushes that wait for a phase, the
+share of each arm's episodes where the push fired.
 """
 
 from __future__ import annotations
@@ -88,20 +89,24 @@ def robustness(
                 drawn = distribution.sample_many(rng, tasks)
             else:
                 drawn = fam.tasks(distribution, rng, tasks)
-            runs: dict[str, np.ndarray] = {}
+            trajectories: dict[str, list[list]] = {}  # per arm, one list per policy (or plan)
             if fam is None or not fam.language:
                 if ANSWER in plans:
                     trials = [Trial(t, PrimitivePlan(answer), {"robustness": ANSWER}) for t in drawn]
-                    runs[ANSWER] = outcomes(backend.run_trials(trials))
+                    trajectories[ANSWER] = [backend.run_trials(trials)]
                 if ORACLE in plans:
                     seed = [seeds.ORACLE, i, stream]
-                    runs[ORACLE] = outcomes(replan(drawn, starts, backend, oracle_trials, seed))
+                    trajectories[ORACLE] = [replan(drawn, starts, backend, oracle_trials, seed)]
             for name, arm in made.items():
                 if fam is not None and fam.language and not all(p.config.use_language for p in arm):
                     continue
-                runs[name] = np.array([outcomes(evaluate_tasks(p, drawn, backend).trajectories) for p in arm])
+                trajectories[name] = [evaluate_tasks(p, drawn, backend).trajectories for p in arm]
+            runs = {arm: np.array([outcomes(t) for t in ts]) for arm, ts in trajectories.items()}
+            runs = {arm: o[0] if arm in PLANS else o for arm, o in runs.items()}
             name = NOMINAL if fam is None else fam.name
             rows[name] = summary(runs)
+            if drawn[0].disturbance_phase != "any":  # a push that waits for its phase may never come
+                rows[name]["pushes fired"] = {arm: _fired(ts) for arm, ts in trajectories.items()}
             rates = ", ".join(f"{arm} {100 * r:.0f}%" for arm, r in rows[name]["success"].items())
             log.info("%s, %s: %s", node.skill, name, rates)
         report["skills"][node.skill] = rows
@@ -154,6 +159,12 @@ def markdown(report: dict, focus: str = FINAL) -> str:
         columns = ["family", *arms, f"{focus}: % of oracle", f"{focus}: gap closed", f"{focus} - answer"]
         blocks.append(f"### {skill}\n\n" + table(columns, lines))
     return "\n\n".join(blocks)
+
+
+def _fired(runs: list[list]) -> float:
+    """The share of the episodes in ``runs`` whose phase push fired."""
+    episodes = [t for r in runs for t in r]
+    return float(np.mean([t.disturbance is not None and t.disturbance.phase == "any" for t in episodes]))
 
 
 def _percent(x: float | None) -> str:

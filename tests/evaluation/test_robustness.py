@@ -28,13 +28,15 @@ def policy(use_language):
 
 
 def test_every_arm_runs_the_same_held_out_tasks_and_the_report_is_json(run):
-    families = [family(n) for n in ("push", "egg obs noise", "paraphrase")]
+    families = [family(n) for n in ("push on blade", "egg obs noise", "paraphrase")]
     arms = {"final": lambda skill: [policy(True)], "blind": lambda skill: [policy(False)]}
     with LocalBackend(workers=1) as backend:
         report = robustness(run, backend, families, policies=arms, tasks=2, oracle_trials=4)
     rows = json.loads(json.dumps(report))["skills"]["scoop"]
-    assert list(rows) == ["none", "push", "egg obs noise", "paraphrase"]
-    assert set(rows["push"]["success"]) == {"answer", "oracle", "final", "blind"}
+    assert list(rows) == ["none", "push on blade", "egg obs noise", "paraphrase"]
+    assert set(rows["push on blade"]["success"]) == {"answer", "oracle", "final", "blind"}
+    assert rows["push on blade"]["pushes fired"]["answer"] == 1.0  # the answer scoops: on the blade
+    assert "pushes fired" not in rows["egg obs noise"]
     for row in rows.values():
         assert all(0.0 <= r <= 1.0 and r * 2 == pytest.approx(round(r * 2)) for r in row["success"].values())
         if "oracle" in row["success"]:  # the oracle starts from the answer: never below it
@@ -42,9 +44,9 @@ def test_every_arm_runs_the_same_held_out_tasks_and_the_report_is_json(run):
     assert rows["none"]["success"]["answer"] == 1.0
     # the instruction families run only on instruction-conditioned policies, and no plan
     assert set(rows["paraphrase"]["success"]) == {"final"}
-    assert set(rows["push"]["policies"]["final"]) == {"% of oracle", "gap closed", "vs answer"}
+    assert set(rows["push on blade"]["policies"]["final"]) == {"% of oracle", "gap closed", "vs answer"}
     text = markdown(report)
-    assert "### scoop" in text and "| push |" in text and "final: gap closed" in text
+    assert "### scoop" in text and "| push on blade |" in text and "final: gap closed" in text
 
 
 def test_the_policy_figures_compare_it_with_the_answer_and_the_oracle():
