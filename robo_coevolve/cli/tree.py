@@ -164,10 +164,9 @@ def robustness_suite(args: argparse.Namespace) -> None:
             raise UsageError(f"--arms clone: {run.dir}/checkpoints holds no iter_<k>_clone (no practice ran)")
         wanted.remove("clone")
 
-    def bc(skill: str) -> list:
-        node = next(n for n in run.tree.nodes if n.skill == skill)
+    def bc(node) -> list:
         first = run.first_iteration(node.name)
-        return bc_once(run, skill, first, run.policy(first).config, range(args.bc_seeds or 1))[0]
+        return bc_once(run, node.skill, first, run.policy(first).config, range(args.bc_seeds or 1))[0]
 
     paths = {"final": args.checkpoint or run.dir / state.checkpoint, **extra}
     if clones:
@@ -179,7 +178,7 @@ def robustness_suite(args: argparse.Namespace) -> None:
             policies[SUITE_ARMS[arm]] = bc
         elif arm in paths:
             policy = VLAPolicy.from_pretrained(paths[arm])
-            policies[SUITE_ARMS.get(arm, arm)] = lambda skill, p=policy: [p]
+            policies[SUITE_ARMS.get(arm, arm)] = lambda node, p=policy: [p]
     with LocalBackend(control_hz=run.control_hz) as backend:
         report = robustness(
             run, backend, families, plans, policies, tasks=args.tasks or 50, oracle_trials=args.oracle_trials

@@ -217,10 +217,10 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "push on pan",
-        "the push, once the egg lies on the pan before the blade reaches it",
+        "the push, once the egg lies on the pan before the blade reaches it (friction holds it there)",
         "N",
-        _PUSH_TRAIN,
-        _PUSH_HELDOUT,
+        Span(((0.25, 0.8),)),
+        Span(((1.0, 2.0),)),
         _push("pan"),
         skills=("scoop",),
     ),

@@ -34,6 +34,7 @@ from robo_coevolve.explore.backend import RolloutBackend
 from robo_coevolve.explore.open_loop import Trial
 from robo_coevolve.explore.plans import PrimitivePlan
 from robo_coevolve.learn.evaluator import evaluate_tasks
+from robo_coevolve.skill_tree import SkillNode
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,9 @@ ANSWER, ORACLE, FINAL = "answer", "oracle", "final"
 PLANS = (ANSWER, ORACLE)
 NOMINAL = "none"  # the row of the node's own tasks, unperturbed
 
-# A policy arm: a name and, per skill, the policies it runs (several: their mean, e.g. BC once's
-# clones), made when a node first needs them.
-PolicyArms = dict[str, Callable[[str], Sequence]]
+# A policy arm: a name and, per node (a ``SkillNode``), the policies it runs (several: their
+# mean, e.g. BC once's clones), made when the node's rows start.
+PolicyArms = dict[str, Callable[[SkillNode], Sequence]]
 
 
 def robustness(
@@ -78,7 +79,7 @@ def robustness(
         distribution = node.distribution()
         answer = np.asarray(info["best_params"], dtype=np.float64)
         starts = [answer, *(np.asarray(m, dtype=np.float64) for m in info.get("modes") or [])]
-        made = {name: list(make(node.skill)) for name, make in policies.items()}
+        made = {name: list(make(node)) for name, make in policies.items()}
         rows = {}
         for fam in [None, *families]:
             if fam is not None and not fam.applies_to(node.skill):

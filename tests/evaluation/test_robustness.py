@@ -29,7 +29,7 @@ def policy(use_language):
 
 def test_every_arm_runs_the_same_held_out_tasks_and_the_report_is_json(run):
     families = [family(n) for n in ("push on blade", "egg obs noise", "paraphrase")]
-    arms = {"final": lambda skill: [policy(True)], "blind": lambda skill: [policy(False)]}
+    arms = {"final": lambda node: [policy(True)], "blind": lambda node: [policy(False)]}
     with LocalBackend(workers=1) as backend:
         report = robustness(run, backend, families, policies=arms, tasks=2, oracle_trials=4)
     rows = json.loads(json.dumps(report))["skills"]["scoop"]
