@@ -109,8 +109,8 @@ def robustness(
             if drawn[0].disturbance_phase != "any":  # a push that waits for its phase may never come
                 rows[name]["pushes fired"] = {arm: _fired(ts) for arm, ts in trajectories.items()}
             rates = ", ".join(f"{arm} {100 * r:.0f}%" for arm, r in rows[name]["success"].items())
-            log.info("%s, %s: %s", node.skill, name, rates)
-        report["skills"][node.skill] = rows
+            log.info("%s, %s: %s", node.name, name, rates)
+        report["skills"][node.name] = rows  # by node: two nodes may share a skill
     return report
 
 
