@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 SKILLS = ("scoop", "flip", "catch")
+# When a push may fire: any time, or only while the egg lies on the pan, on the blade, in the air.
+DISTURBANCE_PHASES = ("any", "pan", "blade", "air")
+MAX_ACTION_LATENCY = 2  # control steps
 
 # What an instruction may hold: the environment's gymnasium Text space uses the same limits.
 _PUNCTUATION = ",.'-!?"
@@ -111,6 +114,14 @@ class TaskSpec:
         disturbance_force: N, magnitude of one horizontal push on the egg lasting
             ``disturbance_duration`` at a random time of the episode (0 = none).
         disturbance_duration: s.
+        disturbance_phase: when the push may fire: "any" (at its random time) or "pan", "blade",
+            "air": at the first control step from its random time on where the egg is in that phase.
+        servo_gain: scale of the spatula actuators' position gains (1 = the scene's).
+        action_latency: control steps (0 to 2) by which the executed command lags the action.
+        egg_obs_noise: std of Gaussian noise on the *observed* egg state, fresh each step: m on
+            the position; on the orientation, the same displacement of the egg's rim (std /
+            ``EGG_RIM_RADIUS`` rad); on the velocities, that noise per 0.1 s (m/s, rad/s).
+        egg_obs_dropout: s for which the observed egg state freezes, from a random time.
         horizon: s, episode length.
         seed: default seed for the start-state draw when ``reset`` is given none.
     """
@@ -133,6 +144,11 @@ class TaskSpec:
     pan_height: float = 0.45
     disturbance_force: float = 0.0
     disturbance_duration: float = 0.05
+    disturbance_phase: str = "any"
+    servo_gain: float = 1.0
+    action_latency: int = 0
+    egg_obs_noise: float = 0.0
+    egg_obs_dropout: float = 0.0
     horizon: float = 3.0
     seed: int = 0
 
@@ -155,13 +171,13 @@ class TaskSpec:
                 ):
                     raise TaskSpecError(f"TaskSpec.{f.name} must be a sequence of {n} numbers, got {value!r}")
                 object.__setattr__(self, f.name, tuple(float(v) for v in value))
-            elif f.name in ("skill", "instruction"):
+            elif f.name in ("skill", "instruction", "disturbance_phase"):
                 if not isinstance(value, str):
                     raise TaskSpecError(f"TaskSpec.{f.name} must be a string, got {value!r}")
-            elif f.name == "seed":
+            elif f.name in ("seed", "action_latency"):
                 if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
-                    raise TaskSpecError(f"TaskSpec.seed must be a non-negative integer, got {value!r}")
-                object.__setattr__(self, "seed", int(value))
+                    raise TaskSpecError(f"TaskSpec.{f.name} must be a non-negative integer, got {value!r}")
+                object.__setattr__(self, f.name, int(value))
             elif not _is_number(value):
                 raise TaskSpecError(f"TaskSpec.{f.name} must be a number, got {value!r}")
             else:
@@ -190,7 +206,7 @@ class TaskSpec:
                 f"and {_PUNCTUATION!r} are allowed"
             )
         for name, value in dataclasses.asdict(self).items():
-            if name in ("skill", "instruction", "seed"):
+            if name in ("skill", "instruction", "seed", "disturbance_phase", "action_latency"):
                 continue
             for v in value if isinstance(value, tuple) else (value,):
                 if not math.isfinite(v):
@@ -204,6 +220,15 @@ class TaskSpec:
         _check_range("horizon", self.horizon, 0.1, 30.0, "s")
         _check_range("disturbance_force", self.disturbance_force, 0.0, 5.0, "N")
         _check_range("disturbance_duration", self.disturbance_duration, 0.0, 1.0, "s")
+        if self.disturbance_phase not in DISTURBANCE_PHASES:
+            raise TaskSpecError(
+                f"TaskSpec.disturbance_phase={self.disturbance_phase!r} is unknown: choose one of "
+                f"{', '.join(DISTURBANCE_PHASES)}"
+            )
+        _check_range("servo_gain", self.servo_gain, 0.2, 5.0, "(scale)")
+        _check_range("action_latency", self.action_latency, 0, MAX_ACTION_LATENCY, "control steps")
+        _check_range("egg_obs_noise", self.egg_obs_noise, 0.0, 0.05, "m")
+        _check_range("egg_obs_dropout", self.egg_obs_dropout, 0.0, self.horizon, "s (up to the horizon)")
         _check_range("egg_yaw_range", self.egg_yaw_range, 0.0, math.pi, "rad")
         _check_range("egg_spin_range", self.egg_spin_range, 0.0, 30.0, "rad/s")
         _check_range("egg_offset_range", self.egg_offset_range, 0.0, 0.1, "m")
@@ -266,6 +291,11 @@ class TaskSpec:
     def replace(self, **changes: Any) -> TaskSpec:
         """A copy with ``changes`` applied and validated."""
         return dataclasses.replace(self, **changes)
+
+    @property
+    def observation_perturbed(self) -> bool:
+        """Whether the observed egg state differs from the true one (noise or a dropout)."""
+        return self.egg_obs_noise > 0 or self.egg_obs_dropout > 0
 
 
 def _is_number(value: Any) -> bool:

@@ -161,9 +161,7 @@ class Trajectory:
             task=TaskSpec.from_dict(header["task"]),
             control_hz=header["control_hz"],
             seed=header["seed"],
-            disturbance=None
-            if dist is None
-            else Disturbance(dist["start"], dist["duration"], tuple(dist["force"])),
+            disturbance=None if dist is None else Disturbance(**{**dist, "force": tuple(dist["force"])}),
             outcome=header["outcome"],
             meta=header["meta"],
             **arrays,

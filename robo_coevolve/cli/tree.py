@@ -4,13 +4,19 @@ examples:
   robo-coevolve-tree status runs/2025-01-01/12-00-00
   robo-coevolve-tree continue RUN budget=full              # resume, or go on with a larger budget
   robo-coevolve-tree evaluate RUN --tasks 100 [--checkpoint RUN/checkpoints/iter_0004]
+  robo-coevolve-tree evaluate RUN --suite robustness --tasks 50 [--families push,latency]
+      [--arms answer,oracle,final,clone,bc-once] [--policy NAME=DIR] [--json PATH]
 
 status checks every skill file of the run's library and prints the tree's state. continue
 rebuilds the run's own config (its .hydra overrides, then yours) and resumes the loop in RUN from
 its last completed iteration: a killed run picks up where it stopped, a finished one goes on down
 the tree with a larger budget. Only the budget and where it runs (explore.backend, train.workers)
 may differ from the run's config. evaluate runs the latest policy (or --checkpoint) on every
-node's held-out tasks and writes RUN/evaluation.json.
+node's held-out tasks and writes RUN/evaluation.json. evaluate --suite robustness runs every
+node's skill under each perturbation family (``robo_coevolve.evaluation.robustness``) in each arm:
+the node's open-loop answer, the re-planning oracle, the final policy, the clone before practice
+when the run saved one (RUN/checkpoints/iter_<k>_clone), BC once (only when --arms names it) and
+each --policy; prints a table per skill and writes RUN/robustness.json (or --json).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -27,6 +34,19 @@ from robo_coevolve.cli.inputs import RUN_MARKER, checkpoint, run_directory, save
 from robo_coevolve.configs import compose
 from robo_coevolve.evolve.run_state import RunState
 from robo_coevolve.library import SkillLibrary
+
+if TYPE_CHECKING:
+    import argparse
+
+# --arms: the suite's arms by their short names; a --policy NAME is an arm too.
+SUITE_ARMS = {
+    "answer": "answer",
+    "oracle": "oracle",
+    "final": "final",
+    "clone": "clone (no practice)",
+    "bc-once": "BC once",
+}
+DEFAULT_ARMS = ("answer", "oracle", "final", "clone")
 
 
 def open_run(run_dir: Path) -> tuple[RunState | None, dict[str, int]]:
@@ -105,6 +125,71 @@ def evaluate(run_dir: Path, tasks: int | None, policy_dir: Path | None) -> None:
     print(f"wrote {out}")
 
 
+def robustness_suite(args: argparse.Namespace) -> None:
+    """``evaluate --suite robustness``: every input checked before any work."""
+    from robo_coevolve.atomic import write_text_atomic
+    from robo_coevolve.evaluation import bc_once, load_run
+    from robo_coevolve.evaluation.perturbations import FAMILIES, family
+    from robo_coevolve.evaluation.robustness import markdown, robustness
+    from robo_coevolve.explore.backend import LocalBackend
+    from robo_coevolve.policy import VLAPolicy
+
+    for name in ("tasks", "oracle_trials", "bc_seeds"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} {value}: give a whole number >= 1")
+    try:
+        families = [family(n.strip()) for n in args.families.split(",")] if args.families else list(FAMILIES)
+    except KeyError as e:
+        raise UsageError(f"--families: {e.args[0]}") from None
+    extra = {}
+    for item in args.policy or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name or name in SUITE_ARMS:
+            raise UsageError(
+                f"--policy {item!r}: give NAME=DIR with a NAME other than {', '.join(SUITE_ARMS)}"
+            )
+        extra[name] = checkpoint(path)
+    wanted = [a.strip() for a in args.arms.split(",")] if args.arms else [*DEFAULT_ARMS, *extra]
+    unknown = [a for a in wanted if a not in SUITE_ARMS and a not in extra]
+    if unknown:
+        raise UsageError(f"--arms {unknown}: choose from {', '.join([*SUITE_ARMS, *extra])}")
+    state = saved_state(args.run_dir)
+    if state is None or state.checkpoint is None:
+        raise UsageError(f"{args.run_dir} has no policy checkpoint yet: let the run complete an iteration")
+    run = load_run(args.run_dir)
+    clones = sorted((run.dir / "checkpoints").glob("iter_*_clone"))
+    if "clone" in wanted and not clones:
+        if args.arms:
+            raise UsageError(f"--arms clone: {run.dir}/checkpoints holds no iter_<k>_clone (no practice ran)")
+        wanted.remove("clone")
+
+    def bc(node) -> list:
+        first = run.first_iteration(node.name)
+        return bc_once(run, node.skill, first, run.policy(first).config, range(args.bc_seeds or 1))[0]
+
+    paths = {"final": args.checkpoint or run.dir / state.checkpoint, **extra}
+    if clones:
+        paths["clone"] = clones[-1]
+    plans = [SUITE_ARMS[a] for a in wanted if a in ("answer", "oracle")]
+    policies = {}
+    for arm in wanted:
+        if arm == "bc-once":
+            policies[SUITE_ARMS[arm]] = bc
+        elif arm in paths:
+            policy = VLAPolicy.from_pretrained(paths[arm])
+            policies[SUITE_ARMS.get(arm, arm)] = lambda node, p=policy: [p]
+    with LocalBackend(control_hz=run.control_hz) as backend:
+        report = robustness(
+            run, backend, families, plans, policies, tasks=args.tasks or 50, oracle_trials=args.oracle_trials
+        )
+    print(markdown(report, focus="final" if "final" in policies else next(iter(policies), "final")))
+    out = args.json or run.dir / "robustness.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out, json.dumps(report, indent=2))
+    print(f"wrote {out}")
+
+
 @command
 def main(argv: Sequence[str] | None = None) -> int:
     parser = ArgumentParser(prog="robo-coevolve-tree", description=__doc__)
@@ -117,14 +202,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. budget=full budget.iterations=40")
     p = sub.add_parser("evaluate", help="evaluate a checkpoint on every node; writes RUN/evaluation.json")
     p.add_argument("run_dir", type=run_directory, help=run_help)
-    p.add_argument("--tasks", type=int, help="held-out tasks per node (default: each node's eval_tasks)")
+    p.add_argument(
+        "--tasks",
+        type=int,
+        help="held-out tasks per node (default: each node's eval_tasks), or per family for the suite (50)",
+    )
     p.add_argument("--checkpoint", type=checkpoint, help="policy directory (default: the run's latest)")
+    p.add_argument(
+        "--suite",
+        choices=("nodes", "robustness"),
+        default="nodes",
+        help="nodes: the policy on each node's tasks; robustness: the perturbation suite",
+    )
+    p.add_argument("--families", help="robustness: comma-separated families (default: all)")
+    p.add_argument(
+        "--arms", help=f"robustness: comma-separated arms of {', '.join(SUITE_ARMS)} and --policy names"
+    )
+    p.add_argument(
+        "--policy", action="append", metavar="NAME=DIR", help="robustness: one more policy arm (repeatable)"
+    )
+    p.add_argument("--oracle-trials", type=int, default=32, help="robustness: the oracle's trials per task")
+    p.add_argument("--bc-seeds", type=int, help="robustness: BC once clones per node (default 1)")
+    p.add_argument("--json", type=Path, help="robustness: the report's path (default RUN/robustness.json)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     if args.command == "status":
         status(args.run_dir)
     elif args.command == "continue":
         continue_run(args.run_dir, args.overrides)
+    elif args.suite == "robustness":
+        robustness_suite(args)
     else:
         evaluate(args.run_dir, args.tasks, args.checkpoint)
     return 0

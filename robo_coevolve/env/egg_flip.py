@@ -17,6 +17,13 @@ The observation is a ``Dict`` of arrays, as RL libraries take it:
   ``SKILLS`` (float32); with ``instruction="text"`` the instruction text (a ``spaces.Text``, for
   the project's language-conditioned policies). ``info["instruction"]`` always holds the text.
 
+The task's perturbations (``TaskSpec``) act here: ``servo_gain`` scales the servos' gains,
+``action_latency`` delays the executed command by whole control steps (``proprio`` shows the
+command sent, the latest action), a push fires at its time or, with a ``disturbance_phase``, at
+the first control step from then on where the egg is in that phase; ``egg_obs_noise`` and
+``egg_obs_dropout`` change only what the ``egg`` observation shows, never the sensor record the
+scorer reads.
+
 The episode terminates early when the egg falls off the pan (touches the floor or drops below the
 pan, see ``Thresholds.fall_depth``) or the simulation diverges, and truncates at the task's
 horizon. ``info["outcome"]`` holds the scorer's ``Outcome`` on the last step.
@@ -44,6 +51,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,20 +60,31 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
-from robo_coevolve.env.initial_state import Disturbance, sample_initial_state
+from robo_coevolve.env.initial_state import PUSH_PHASES, Disturbance, sample_initial_state
 from robo_coevolve.env.physics import PEAK_SENSORS, EggFlipPhysics
 from robo_coevolve.env.rendering import SceneRenderer
 from robo_coevolve.scoring import PHASES, Outcome, Scorer, Thresholds
 from robo_coevolve.scoring.events import fell, phase_index, row_events
 from robo_coevolve.scoring.integrity import integrity_from_peak
 from robo_coevolve.scoring.progress import ProgressTracker
-from robo_coevolve.task_spec import INSTRUCTION_CHARSET, MAX_INSTRUCTION_LENGTH, SKILLS, TaskSpec
+from robo_coevolve.task_spec import (
+    EGG_RIM_RADIUS,
+    INSTRUCTION_CHARSET,
+    MAX_INSTRUCTION_LENGTH,
+    SKILLS,
+    TaskSpec,
+)
 
 # Observation bounds: spatula speeds (m/s, rad/s) and the egg state's position (m from the pan
 # centre), quaternion, linear (m/s) and angular velocity (rad/s).
 SPATULA_SPEED_LIMIT = np.array([10.0, 10.0, 10.0, 100.0, 100.0], np.float32)
 EGG_STATE_LIMIT = np.array([2.0] * 3 + [1.0] * 4 + [20.0] * 3 + [200.0] * 3, np.float32)
 PROPRIO_SIZE = 15  # spatula pose, velocity and command, 5 each
+# ``TaskSpec.egg_obs_noise`` (m) -> the noise std of each egg state value: position; quaternion
+# components (half the rotation angle of a rim displacement); velocities (that noise per 0.1 s).
+_OBS_NOISE_SCALE = np.array(
+    [1.0] * 3 + [0.5 / EGG_RIM_RADIUS] * 4 + [10.0] * 3 + [10.0 / EGG_RIM_RADIUS] * 3, np.float64
+)
 INSTRUCTION_MODES = ("index", "text")
 REWARD_TYPES = ("sparse", "dense")
 
@@ -208,6 +227,12 @@ class EggFlipEnv(gym.Env):
         self._potential = 0.0
         self._integrity = 1.0
         self._disturbance: Disturbance | None = None
+        self._obs_rng = np.random.default_rng(self.task.seed)
+        self._dropout = (math.inf, math.inf)  # s: when the observed egg state freezes
+        self._shown_egg: np.ndarray | None = None
+        self._perturb_obs = False
+        self._pending: deque[list[float]] = deque()  # commands sent, not yet executed (latency)
+        self._sent = np.zeros(len(self.physics.ctrl_low))
         self._diverged = False
         self._steps = 0
         self._peak_force = 0.0
@@ -222,6 +247,8 @@ class EggFlipEnv(gym.Env):
             seed = self.task.seed
         super().reset(seed=seed)
         self._disturbance = sample_initial_state(self.physics, self.task, self.np_random)
+        if self.task.observation_perturbed:
+            self._obs_rng = np.random.default_rng(self.np_random.integers(2**63))
         return self._begin(options)
 
     def reset_to_state(
@@ -229,12 +256,14 @@ class EggFlipEnv(gym.Env):
     ):
         """Start an episode from a saved ``initial_state`` instead of a draw (for exact replay).
 
-        ``task`` (default: the current one) must be the task the state was saved under.
+        ``task`` (default: the current one) must be the task the state was saved under. Its
+        observation noise, if any, is drawn from its seed.
         """
         if task is not None:
             self._set_task(self._as_task(task, self.task.skill))
         self.physics.set_state(state)
         self._disturbance = disturbance
+        self._obs_rng = np.random.default_rng(self.task.seed)
         return self._begin({})
 
     def step(self, action):
@@ -246,8 +275,14 @@ class EggFlipEnv(gym.Env):
         # action_to_pose of the clipped action, in plain Python on five numbers (the same float64
         # arithmetic without the cost of a numpy call per operation).
         ctrl, low, span = self._ctrl, self._ctrl_low_list, self._ctrl_span_list
-        for i, v in enumerate(values):
-            ctrl[i] = low[i] + (min(max(v, -1.0), 1.0) + 1.0) * 0.5 * span[i]
+        if self._pending:  # a latency: the command sent now runs ``action_latency`` steps later
+            sent = [low[i] + (min(max(v, -1.0), 1.0) + 1.0) * 0.5 * span[i] for i, v in enumerate(values)]
+            self._sent[:] = sent
+            self._pending.append(sent)
+            ctrl[:] = self._pending.popleft()
+        else:
+            for i, v in enumerate(values):
+                ctrl[i] = low[i] + (min(max(v, -1.0), 1.0) + 1.0) * 0.5 * span[i]
         sensordata, step = self._sensordata, mujoco.mj_step
         for substep_row in self._substep_views:
             if disturbance is not None:
@@ -274,6 +309,9 @@ class EggFlipEnv(gym.Env):
         terminated = self._diverged or on_floor
         truncated = not terminated and self._steps >= self.horizon_steps
         phase = phase_index(on_blade > 0, on_pan > 0, on_burner > 0, on_floor, not self._diverged)
+        if disturbance is not None and disturbance.phase != "any":
+            if d.time >= disturbance.start and PHASES[phase] == PUSH_PHASES[disturbance.phase]:
+                self._disturbance = disturbance.fired_at(d.time)  # from the next physics step on
         info = {
             "phase": PHASES[phase],
             "integrity": self._integrity,
@@ -427,6 +465,17 @@ class EggFlipEnv(gym.Env):
         self._peak_force = 0.0
         self._integrity = 1.0
         self._potential = 0.0
+        task = self.task
+        latency = task.action_latency
+        self._pending = deque([self._ctrl.tolist()] * latency) if latency else deque()
+        self._sent[:] = self._ctrl
+        self._shown_egg = None
+        self._perturb_obs = self.privileged and task.observation_perturbed
+        if task.egg_obs_dropout > 0:
+            start = self._obs_rng.uniform(0.0, max(task.horizon - task.egg_obs_dropout, 0.0))
+            self._dropout = (start, start + task.egg_obs_dropout)
+        else:
+            self._dropout = (math.inf, math.inf)
         if self.reward_type == "dense":
             self._progress = ProgressTracker(self.task.skill, self.scorer.hold_steps, self.scorer.thresholds)
         self.initial_state = self.physics.get_state()
@@ -434,6 +483,22 @@ class EggFlipEnv(gym.Env):
         if self._progress is not None:
             info["potential"] = 0.0
         return self._observation(), info
+
+    def _observed_egg(self, egg: np.ndarray) -> np.ndarray:
+        """The egg state the observation shows: ``egg`` (the true one) with the task's noise, or
+        the last one shown while the dropout lasts."""
+        t = self._steps * self.control_dt
+        start, end = self._dropout
+        if self._shown_egg is not None and start <= t < end:
+            return self._shown_egg.copy()
+        noisy = egg.astype(np.float64)
+        if self.task.egg_obs_noise > 0:
+            noisy += self._obs_rng.standard_normal(noisy.shape) * (self.task.egg_obs_noise * _OBS_NOISE_SCALE)
+            quat = noisy[3:7]
+            quat /= max(float(np.linalg.norm(quat)), 1e-9)
+        low, high = self._egg_clip
+        self._shown_egg = np.minimum(np.maximum(noisy, low), high).astype(np.float32)
+        return self._shown_egg.copy()
 
     def _unstable(self) -> bool:
         """``physics.diverged()`` with fewer numpy calls: an instability warning, or a non-finite
@@ -446,7 +511,8 @@ class EggFlipEnv(gym.Env):
         """The observation of the current state; ``row``: this step's sensor row (where the egg
         state is read; from the live sensors when None or after a divergence)."""
         p = self.physics
-        pose, velocity, command = self._qpos[self._spatula_qpos], self._qvel[self._spatula_qvel], self._ctrl
+        pose, velocity = self._qpos[self._spatula_qpos], self._qvel[self._spatula_qvel]
+        command = self._sent if self._pending else self._ctrl
         if row is not None and not self._diverged:
             # A live step, where every value is finite (step checked): ``proprio`` and ``egg`` are
             # clipped into their bounds and cast in one pass.
@@ -462,6 +528,8 @@ class EggFlipEnv(gym.Env):
                 low, high = self._egg_clip
                 egg = np.nan_to_num(p.egg_state()) if self._diverged else p.egg_state()
                 obs["egg"] = np.minimum(np.maximum(egg, low), high).astype(np.float32)
+        if self._perturb_obs:
+            obs["egg"] = self._observed_egg(obs["egg"])
         text = self.instruction == "text"
         obs["instruction"] = self.task.instruction if text else self._instruction_obs.copy()
         if self.image_size:

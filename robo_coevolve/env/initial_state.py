@@ -22,16 +22,32 @@ SETTLE_TIME = {"scoop": 0.2, "flip": 0.3, "catch": 0.0}  # s
 _DROP_GAP = 0.0005  # m: how far above its support a resting egg is placed before settling
 
 
+# ``TaskSpec.disturbance_phase`` -> the scorer's phase (``scoring.PHASES``) the push waits for.
+PUSH_PHASES = {"pan": "on pan", "blade": "on blade", "air": "in air"}
+# Where a push's random time falls, as shares of the horizon: anywhere in the middle for a push at
+# that time; at the start for one that then waits for its phase, so that the phase is still to come.
+_PUSH_WINDOW = {"any": (0.2, 0.8), "phase": (0.0, 0.1)}
+
+
 @dataclass(frozen=True)
 class Disturbance:
-    """A horizontal push on the egg: ``force`` (fx, fy) N from ``start`` s for ``duration`` s."""
+    """A horizontal push on the egg: ``force`` (fx, fy) N from ``start`` s for ``duration`` s.
+
+    With a ``phase`` other than "any" the push is armed, not yet active: it waits from ``start``
+    for the egg to be in that phase (``TaskSpec.disturbance_phase``), and the env replaces it
+    with ``fired_at`` the time it fires."""
 
     start: float
     duration: float
     force: tuple[float, float]
+    phase: str = "any"
 
     def active(self, t: float) -> bool:
-        return self.start <= t < self.start + self.duration
+        return self.phase == "any" and self.start <= t < self.start + self.duration
+
+    def fired_at(self, t: float) -> Disturbance:
+        """This push, fired at ``t`` s."""
+        return Disturbance(t, self.duration, self.force)
 
 
 def _uniform(rng: np.random.Generator, centre, half_width) -> np.ndarray:
@@ -79,7 +95,8 @@ def sample_initial_state(
 
     if task.disturbance_force <= 0:
         return None
+    phase = task.disturbance_phase
     angle = rng.uniform(0, 2 * np.pi)
-    start = rng.uniform(0.2, 0.8) * task.horizon
+    start = rng.uniform(*_PUSH_WINDOW["any" if phase == "any" else "phase"]) * task.horizon
     force = (task.disturbance_force * np.cos(angle), task.disturbance_force * np.sin(angle))
-    return Disturbance(float(start), task.disturbance_duration, (float(force[0]), float(force[1])))
+    return Disturbance(float(start), task.disturbance_duration, (float(force[0]), float(force[1])), phase)

@@ -84,6 +84,8 @@ class EggFlipPhysics:
         self.ctrl_high = m.actuator_ctrlrange[:, 1].astype(np.float32)
         self._egg_inertia = m.body_inertia[self.egg_body].copy()
         self._egg_mass = float(m.body_mass[self.egg_body])
+        self._kp = m.actuator_gainprm[:, 0].copy()  # position actuators: force = kp (ctrl - q) - kv qdot
+        self._servo_gain = 1.0
         self._pairs = {m.pair(i).name: i for i in range(m.npair)}
         self.sensor_slices = sensor_layout(env_name)
         self._peak_columns = np.concatenate(
@@ -97,7 +99,7 @@ class EggFlipPhysics:
         return (task.pan_height, task.egg_size) == self.geometry
 
     def apply_task(self, task: TaskSpec) -> None:
-        """Write the task's egg mass and frictions into the model (no recompilation)."""
+        """Write the task's egg mass, frictions and servo gain into the model (no recompilation)."""
         if not self.matches(task):
             raise ValueError(
                 f"TaskSpec geometry (pan_height, egg_size)={(task.pan_height, task.egg_size)} "
@@ -111,6 +113,11 @@ class EggFlipPhysics:
             self._recompute_mass_constants()
         for pair, mu in (("egg_pan", task.egg_pan_friction), ("egg_blade", task.egg_blade_friction)):
             m.pair_friction[self._pairs[pair], :2] = mu
+        if task.servo_gain != self._servo_gain:
+            kp = self._kp * task.servo_gain
+            m.actuator_gainprm[:, 0] = kp
+            m.actuator_biasprm[:, 1] = -kp
+            self._servo_gain = task.servo_gain
 
     def _recompute_mass_constants(self) -> None:
         """Recompute what MuJoCo derives from the masses at compile time (``mj_setConst``).

@@ -24,3 +24,8 @@ DEMOS = 123
 # benchmarks.explore search: a search of seed s is judged on tasks of SEARCH + s; baselines on BASELINE.
 SEARCH = 10_000
 BASELINE = 123
+# robo-coevolve-tree evaluate --suite robustness: node i's tasks of family f (its index in
+# evaluation.perturbations.FAMILIES, 0 for the unperturbed row) come from (ROBUSTNESS, i, f + 1),
+# the oracle's searches from (ORACLE, i, f + 1).
+ROBUSTNESS = 393_939
+ORACLE = 616_161

@@ -7,6 +7,13 @@ in C with the GIL released (so threads run trials in parallel). The result is th
 state and solver warm start, the same controls and disturbance forces at every physics step, the
 env's substep reduction, its early end when the egg falls off the pan, and its scorer.
 
+The task's perturbations that act on the physics run here as in the env: ``servo_gain`` (in the
+model), ``action_latency`` (the executed commands shifted), pushes. A push that waits for a phase
+of the egg (``TaskSpec.disturbance_phase``) depends on the motion, so such a trial is simulated
+twice: once without the push, to find the control step where the env would fire it (the motion
+is the same up to there), then with the push from that step on. Observation perturbations do not
+apply: a plan cannot see, it reads the true first observation.
+
 A trial whose simulation diverges (a MuJoCo instability warning or a non-finite state) is
 re-simulated through the env itself, whose per-step checks define where it ended and why; it is
 recorded as failed with reason "simulation diverged" and the batch goes on.
@@ -23,10 +30,11 @@ import numpy as np
 from mujoco import rollout
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
+from robo_coevolve.env.initial_state import PUSH_PHASES, Disturbance
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.plans import ActionPlan, NoisePlan, Plan
-from robo_coevolve.scoring import Thresholds
-from robo_coevolve.scoring.events import fell
+from robo_coevolve.scoring import PHASES, Thresholds
+from robo_coevolve.scoring.events import fell, phase_index
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory, run_actions
@@ -88,7 +96,9 @@ class OpenLoopSimulator:
 
     def run(self, trial: Trial) -> Trajectory:
         env = self.env_for(trial.task)
-        obs, _ = env.reset(seed=trial.task.seed, options={"task": trial.task})
+        task = trial.task  # what the plan is shown: the true state, whatever the observation noise
+        seen = task.replace(egg_obs_noise=0.0, egg_obs_dropout=0.0) if task.observation_perturbed else task
+        obs, _ = env.reset(seed=trial.task.seed, options={"task": seen})
         actions = np.asarray(trial.plan.actions(obs, env), dtype=np.float32)
         if actions.shape != (env.horizon_steps, 5):
             raise ValueError(f"plan gave actions of shape {actions.shape}, expected ({env.horizon_steps}, 5)")
@@ -113,15 +123,27 @@ class OpenLoopSimulator:
         warmstart = d.qacc_warmstart.copy()
 
         steps = len(actions) * substeps
-        commands = env.action_to_pose(actions)
+        commands = env.action_to_pose(actions)  # as sent; the servos run them ``latency`` steps later
+        latency = task.action_latency
+        executed = commands
+        if latency:
+            executed = np.concatenate([np.repeat(d.ctrl[None], latency, axis=0), commands[:-latency]])
         control = np.zeros((steps, m.nu + 6 * m.nbody))
-        control[:, : m.nu] = np.repeat(commands, substeps, axis=0)
+        control[:, : m.nu] = np.repeat(executed, substeps, axis=0)
+        column = m.nu + 6 * p.egg_body
         dist = env.disturbance
-        if dist is not None:
+        if dist is not None and dist.phase != "any":
+            times, dist = self._fire(env, dist, state, warmstart, control)
+            if dist is None:  # unstable: the env's steps decide
+                p.set_state(initial_state)
+                return None
+            if dist.phase == "any":
+                active = (times >= dist.start) & (times < dist.start + dist.duration)
+                control[active, column : column + 2] = dist.force
+        elif dist is not None:
             # The env sets the push before each physics step from the time at that step.
             times = np.cumsum(np.full(steps, m.opt.timestep)) - m.opt.timestep
             active = (times >= dist.start) & (times < dist.start + dist.duration)
-            column = m.nu + 6 * p.egg_body
             control[active, column : column + 2] = dist.force
 
         for w in d.warning:
@@ -145,22 +167,63 @@ class OpenLoopSimulator:
             if end == len(actions):
                 break
             traj, ended = self._record(
-                env, obs, actions, commands, task, meta, initial_state, states, sensors
+                env, obs, actions, commands, task, meta, initial_state, states, sensors, dist
             )
             if traj is None or ended:  # diverged, or the egg reached the floor: nothing left to judge
                 break
             if early_stop.cuts(traj, end):
                 cut = end
                 break
-        traj, _ = self._record(env, obs, actions, commands, task, meta, initial_state, states, sensors)
+        traj, _ = self._record(env, obs, actions, commands, task, meta, initial_state, states, sensors, dist)
         if traj is not None and cut is not None:
             traj.outcome.update(success=False, reason="cut early")
             traj.meta["cut_at"] = cut
         return traj
 
     @staticmethod
+    def _fire(
+        env: EggFlipEnv, dist: Disturbance, state, warmstart, control
+    ) -> tuple[np.ndarray, Disturbance | None]:
+        """The physics steps' start times and the phase push ``dist`` as the env would fire it
+        (still armed if it never does), from a rollout of ``control`` without it; None for the
+        push if that rollout is unstable."""
+        p = env.physics
+        m, d = p.model, p.data
+        for w in d.warning:
+            w.number = 0
+        states, sensors = rollout.rollout(
+            copy.copy(m),
+            d,
+            state[None],
+            control[None],
+            control_spec=_CONTROL,
+            initial_warmstart=warmstart[None],
+        )
+        states, sensors = states[0], sensors[0]
+        times = np.concatenate([[state[0]], states[:-1, 0]])  # each physics step's start time
+        if any(d.warning[w].number for w in _INSTABILITY) or not np.isfinite(states).all():
+            return times, None
+        rows = p.reduce_substeps(sensors, env.substeps)
+        column = {name: s.start for name, s in p.sensor_slices.items()}
+        height = rows[:, column["egg_pos"] + 2]
+        on_floor = fell(rows[:, column["egg_on_floor"]], height, env.scorer.thresholds)
+        phase = phase_index(
+            rows[:, column["egg_on_blade"]] > 0,
+            rows[:, column["egg_on_pan"]] > 0,
+            rows[:, column["egg_on_burner"]] > 0,
+            on_floor,
+            True,
+        )
+        ended = np.flatnonzero(on_floor)
+        last = int(ended[0]) if len(ended) else len(rows)  # the env steps no further
+        after = states[env.substeps - 1 :: env.substeps, 0]  # the time after each control step
+        ready = (after >= dist.start) & (phase == PHASES.index(PUSH_PHASES[dist.phase]))
+        fired = np.flatnonzero(ready[:last])
+        return times, dist.fired_at(float(after[fired[0]])) if len(fired) else dist
+
+    @staticmethod
     def _record(
-        env, obs, actions, commands, task, meta, initial_state, states, sensors
+        env, obs, actions, commands, task, meta, initial_state, states, sensors, disturbance
     ) -> tuple[Trajectory | None, bool]:
         """The trajectory of the control steps simulated so far (``states``/``sensors``: lists of
         rollouts' physics steps), ending where the egg reached the floor (then True), or None if
@@ -193,7 +256,7 @@ class OpenLoopSimulator:
             control_hz=1.0 / env.control_dt,
             seed=task.seed,
             initial_state=initial_state,
-            disturbance=env.disturbance,
+            disturbance=disturbance,
             actions=actions,
             proprio=proprio,
             sensors=rows,
