@@ -77,7 +77,9 @@ def rows_checkpoint(checkpoint: str, n: int, seed: int = 1, **overrides) -> list
             nominal = node.distribution().sample_many(np.random.default_rng([seed, i]), n)
             pushed = [t.replace(disturbance_force=PUSH) for t in nominal]
             start = time.perf_counter()
-            tasks = practice_tasks([node], config, np.random.default_rng([seed, i, 1]))
+            tasks = practice_tasks(
+                [node], config, np.random.default_rng([seed, i, 1]), clone.config.use_language
+            )
             practised, record = practise_rl(
                 clone, tasks, backend, config.rl, np.random.default_rng([seed, i, 2])
             )

@@ -84,8 +84,8 @@ class PracticeConfig:
         episodes: practice episodes per node practised, shared by the node and those it keeps.
         weak_share: share of the tasks from each node's weak stratum (the lightest fifth of its
             egg masses).
-        push_share: share of perturbed tasks (a push on the egg, ``push_force`` N).
-        push_force: (low, high) N of the pushes, drawn uniformly.
+        perturbed_share: share of perturbed tasks, each from the *training* range of a perturbation
+            family of the robustness suite (``evaluation.perturbations``) drawn per task.
         gate_episodes: selection episodes per node for the gate when the loop gives none.
         rl: residual PPO's settings.
         dpo: the preference method's settings (read by ``practice.preference``).
@@ -94,14 +94,12 @@ class PracticeConfig:
     method: str = "off"
     episodes: int = 768
     weak_share: float = 0.2
-    push_share: float = 0.4
-    push_force: tuple[float, float] = (0.25, 1.0)
+    perturbed_share: float = 0.5
     gate_episodes: int = 50
     rl: RLConfig = field(default_factory=RLConfig)
     dpo: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "push_force", tuple(float(f) for f in self.push_force))
         if self.method not in METHODS:
             raise ValueError(f"practice.method={self.method!r}: choose one of {', '.join(METHODS)}")
         if self.episodes < 1 or self.gate_episodes < 1:
@@ -109,15 +107,10 @@ class PracticeConfig:
                 f"practice.episodes={self.episodes} and practice.gate_episodes={self.gate_episodes} "
                 "must be >= 1"
             )
-        if min(self.weak_share, self.push_share) < 0.0 or self.weak_share + self.push_share > 1.0:
+        if min(self.weak_share, self.perturbed_share) < 0.0 or self.weak_share + self.perturbed_share > 1.0:
             raise ValueError(
-                f"practice.weak_share={self.weak_share} and push_share={self.push_share} must be >= 0 "
-                "and sum to at most 1 (the rest are nominal tasks)"
-            )
-        low, high = self.push_force if len(self.push_force) == 2 else (-1.0, -1.0)
-        if not 0.0 <= low <= high:
-            raise ValueError(
-                f"practice.push_force={list(self.push_force)} must be [low, high] N with 0 <= low <= high"
+                f"practice.weak_share={self.weak_share} and perturbed_share={self.perturbed_share} must "
+                "be >= 0 and sum to at most 1 (the rest are nominal tasks)"
             )
 
     @property

@@ -61,7 +61,7 @@ def practise(
     Returns the policy and the record (also written to ``output_dir/practice.json``)."""
     start = time.perf_counter()
     nodes = [node, *kept]
-    tasks = practice_tasks(nodes, config, rng)
+    tasks = practice_tasks(nodes, config, rng, policy.config.use_language)
     practised, learnt = _practise_by_method(policy, tasks, backend, config, rng)
     if gate is None:
         seeds = {m.name: int(rng.integers(2**31 - 1)) for m in nodes}

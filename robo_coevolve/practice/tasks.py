@@ -1,5 +1,6 @@
-"""What a node practises on: its nominal tasks, its weak stratum and perturbed tasks, for the node
-and every node it keeps (the practised policy must still do every skill)."""
+"""What a node practises on: its nominal tasks, its weak stratum and perturbed tasks from the
+robustness suite's training ranges, for the node and every node it keeps (the practised policy
+must still do every skill)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from robo_coevolve.evaluation.perturbations import FAMILIES, training_tasks
 from robo_coevolve.practice.config import PracticeConfig
 from robo_coevolve.skill_tree import SkillNode
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec
 
 WEAK_FRACTION = 0.2  # the weak stratum: the lightest fifth of a node's egg masses
+# Every family but "wrong skill": its tasks reward *not* doing the scored skill, which the
+# scorer's progress does not express.
+PRACTISED_FAMILIES = tuple(f for f in FAMILIES if f.name != "wrong skill")
 
 
 def weak_stratum(tasks: TaskDistribution) -> TaskDistribution:
@@ -26,30 +31,21 @@ def weak_stratum(tasks: TaskDistribution) -> TaskDistribution:
     return dataclasses.replace(tasks, base=base, egg_mass_range=(high - centre) / centre)
 
 
-def perturbed_training_tasks(
-    tasks: TaskDistribution, n: int, config: PracticeConfig, rng: np.random.Generator
-) -> list[TaskSpec]:
-    """``n`` perturbed training tasks around ``tasks``: for now a push on the egg of
-    ``config.push_force`` N. The robustness suite's training split of perturbation families
-    plugs in here."""
-    drawn = tasks.sample_many(rng, n)
-    forces = rng.uniform(*config.push_force, size=n)
-    return [t.replace(disturbance_force=float(f)) for t, f in zip(drawn, forces, strict=True)]
-
-
 def practice_tasks(
-    nodes: Sequence[SkillNode], config: PracticeConfig, rng: np.random.Generator
+    nodes: Sequence[SkillNode], config: PracticeConfig, rng: np.random.Generator, language: bool = True
 ) -> list[TaskSpec]:
     """``config.episodes`` tasks shared evenly by ``nodes`` (the node practised, then those it
-    keeps), each node's split into weak, perturbed and nominal ones by the config's shares,
-    shuffled so that every update sees every kind."""
+    keeps), each node's split into weak, perturbed (``evaluation.perturbations.training_tasks``;
+    the instruction families only for a policy with ``language``) and nominal ones by the
+    config's shares, shuffled so that every update sees every kind."""
     tasks: list[TaskSpec] = []
     for i, node in enumerate(nodes):
         n = config.episodes // len(nodes) + (i < config.episodes % len(nodes))
         weak = round(config.weak_share * n)
-        pushed = min(round(config.push_share * n), n - weak)
+        perturbed = min(round(config.perturbed_share * n), n - weak)
         distribution = node.distribution()
         tasks += weak_stratum(distribution).sample_many(rng, weak)
-        tasks += perturbed_training_tasks(distribution, pushed, config, rng)
-        tasks += distribution.sample_many(rng, n - weak - pushed)
+        if perturbed:
+            tasks += training_tasks(distribution, rng, perturbed, language, PRACTISED_FAMILIES)
+        tasks += distribution.sample_many(rng, n - weak - perturbed)
     return [tasks[i] for i in rng.permutation(len(tasks))]

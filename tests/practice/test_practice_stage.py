@@ -49,7 +49,7 @@ def success(policy: VLAPolicy, backend) -> float:
 
 
 def test_practice_lifts_an_under_trained_clone(under_trained, backend):
-    config = PracticeConfig(method="rl", episodes=768, weak_share=0.0, push_share=0.0)
+    config = PracticeConfig(method="rl", episodes=768, weak_share=0.0, perturbed_share=0.0)
     practised, record = practise(under_trained, NODE, [], backend, config, np.random.default_rng(0))
     before, after = success(under_trained, backend), success(practised, backend)
     assert record["gate"]["kept"] == "practised" and practised is not under_trained
