@@ -1,0 +1,1 @@
+"""Practice past the teacher: the policy improves on its own tries."""
