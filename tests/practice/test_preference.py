@@ -6,12 +6,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from bare_settings import policy_config
+from bare_settings import policy_config, train_config
 from scripted_segments import scripted_segments
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
-from robo_coevolve.explore.backend import RolloutBackend
-from robo_coevolve.learn import ChunkDataset
+from robo_coevolve.explore.backend import LocalBackend, RolloutBackend
+from robo_coevolve.learn import BCTrainer, ChunkDataset, evaluate_tasks
 from robo_coevolve.motion import scripted
 from robo_coevolve.policy import VLAPolicy
 from robo_coevolve.practice.preference import PreferenceConfig, practise_preference, preference_pairs
@@ -97,6 +97,7 @@ def test_a_dpo_step_raises_the_chosen_minus_rejected_margin_and_leaves_the_input
     assert steps[-1]["dpo_loss"] < steps[0]["dpo_loss"] - 0.1
     for key, value in policy.state_dict().items():
         torch.testing.assert_close(value, before[key], rtol=0, atol=0)
+    assert policy.training  # not even its mode flag changes
     assert any(not torch.equal(v, before[k]) for k, v in trained.state_dict().items())
 
 
@@ -122,3 +123,24 @@ def test_bad_settings_are_named():
         PreferenceConfig(noise_kind="blue")
     with pytest.raises(ValueError, match="at least one task"):
         practise_preference(_tiny_policy(), [], ScriptedTries(), PreferenceConfig(), np.random.default_rng(0))
+
+
+@pytest.mark.slow
+def test_an_under_trained_flip_clone_learns_from_its_own_tries():
+    """Cloned for a few hundred steps, a flip policy rarely flips without noise, though a third
+    of its noisy tries do: preferring those over its failures on the same tasks makes its mode
+    flip on most of them."""
+    torch.manual_seed(0)
+    policy = VLAPolicy(policy_config(use_language=False, hidden=64, min_std=0.05, predict_end=True))
+    data = ChunkDataset.from_segments(scripted_segments("flip", 12, seed=1), policy.config.chunk)
+    BCTrainer(policy, train_config(steps=300, batch_size=128, eval_every=300, valid_fraction=0.0)).fit(data)
+    tasks = _flip_tasks(12, seed=11)
+    config = PreferenceConfig(temperature=0.05, beta=0.1, lr=1e-3, bc_weight=0.0, epochs=5)
+    with LocalBackend(workers=1) as backend:
+        before = evaluate_tasks(policy, tasks, backend).success_rate
+        trained, record = practise_preference(policy, tasks, backend, config, np.random.default_rng(0))
+        after = evaluate_tasks(trained, tasks, backend).success_rate
+    assert record["pairs"] >= 20, record
+    assert before <= 0.25 and after >= before + 0.4, (before, after)
+    chosen, rejected = record["mode_miss"]["chosen"], record["mode_miss"]["rejected"]
+    assert chosen[1] < chosen[0] and rejected[1] - chosen[1] > rejected[0] - chosen[0]  # the mode moved
