@@ -55,6 +55,8 @@ class PreferenceConfig:
         beta: DPO inverse temperature: how far the policy may move from the reference.
         length_normalise: a try's log-likelihood is its mean over steps, not its sum.
         bc_weight: weight of the chosen tries' per-step chunk NLL beside the DPO loss (0: off).
+        head_only: train the mixture head alone; the shared features, and with them the
+            learned end of the motion (``predict_end``), stay the clone's.
         lr: Adam learning rate.
         epochs: passes over the pairs.
         batch_pairs: pairs per optimiser step.
@@ -69,6 +71,7 @@ class PreferenceConfig:
     beta: float = 0.1
     length_normalise: bool = True
     bc_weight: float = 0.0
+    head_only: bool = False
     lr: float = 1e-4
     epochs: int = 2
     batch_pairs: int = 8
@@ -226,7 +229,8 @@ def _train(
     with torch.no_grad():
         total, count, ref_miss = data.score(trained, everything)
         ref_lp = likelihood(total, count)
-    optimiser = torch.optim.Adam([p for p in trained.parameters() if p.requires_grad], lr=config.lr)
+    params = [p for p in (trained.head if config.head_only else trained).parameters() if p.requires_grad]
+    optimiser = torch.optim.Adam(params, lr=config.lr)
     steps = []
     for epoch in range(config.epochs):
         order = rng.permutation(len(pairs_arr))
@@ -243,7 +247,7 @@ def _train(
             loss = dpo + config.bc_weight * anchor
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(trained.parameters(), config.grad_clip)
+            torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
             optimiser.step()
             steps.append(
                 {
