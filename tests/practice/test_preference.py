@@ -147,7 +147,8 @@ def test_an_under_trained_flip_clone_learns_from_its_own_tries():
     data = ChunkDataset.from_segments(scripted_segments("flip", 12, seed=1), policy.config.chunk)
     BCTrainer(policy, train_config(steps=300, batch_size=128, eval_every=300, valid_fraction=0.0)).fit(data)
     tasks = _flip_tasks(12, seed=11)
-    config = PreferenceConfig(temperature=0.05, beta=0.1, lr=1e-3, bc_weight=0.0, epochs=5)
+    # The whole network: an under-trained clone's shared features are as unfinished as its head.
+    config = PreferenceConfig(temperature=0.05, lr=1e-3, bc_weight=0.0, epochs=5, head_only=False)
     with LocalBackend(workers=1) as backend:
         before = evaluate_tasks(policy, tasks, backend).success_rate
         trained, record = practise_preference(policy, tasks, backend, config, np.random.default_rng(0))
