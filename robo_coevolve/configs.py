@@ -27,7 +27,7 @@ from robo_coevolve.explore.ray_backend import RayBackend
 from robo_coevolve.explore.search import SearchConfig
 from robo_coevolve.learn.distill import DistillConfig
 from robo_coevolve.policy import PolicyConfig, PolicyConfigError
-from robo_coevolve.practice import PracticeConfig, RLConfig
+from robo_coevolve.practice import PracticeConfig, PreferenceConfig, RLConfig
 from robo_coevolve.refine import NoveltyGate, Refiner
 from robo_coevolve.resources import conf_dir
 from robo_coevolve.scoring import Thresholds
@@ -81,7 +81,7 @@ CONFIGS = {
     ("coevolve/adversary", "default"): full(TaskAdversary),
     ("coevolve/answer", "default"): full(AnswerSearch),
     ("distill", "off"): full(DistillConfig),
-    ("practice", "off"): full(PracticeConfig, rl=full(RLConfig)),
+    ("practice", "off"): full(PracticeConfig, rl=full(RLConfig), dpo=full(PreferenceConfig)),
     ("workspace", "evolve"): full(EvolveWorkspace, video=full(VideoConfig), zen_exclude=WORKSPACE),
     ("workspace", "explore"): full(ExploreWorkspace, zen_exclude=WORKSPACE),
     ("workspace", "scripted_demo"): full(ScriptedDemo, zen_exclude=WORKSPACE),

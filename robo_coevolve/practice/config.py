@@ -1,12 +1,13 @@
 """The practice stage's settings (the ``practice`` config group): which method improves a node's
-selected clone from its own closed-loop episodes, on how many tasks of which kinds, and the
-hyper-parameters of the residual PPO learner."""
+selected clone from its own closed-loop episodes, on how many tasks of which kinds, and each
+method's hyper-parameters."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from robo_coevolve.explore.noise import NoiseSpec
 
 METHODS = ("off", "rl", "dpo")
 
@@ -74,6 +75,60 @@ class RLConfig:
 
 
 @dataclass(frozen=True)
+class PreferenceConfig:
+    """Preference-practice settings (the episode budget is ``len(tasks) * samples``).
+
+    Args:
+        samples: noisy tries of the input policy per task.
+        noise_kind: exploration noise ("pink", "ou" or "white"; ``explore.noise``).
+        temperature: the noise's standard deviation in normalised action units.
+        noise_scale: per action dimension (x, y, z, pitch, roll) multipliers of the noise.
+        pairs_per_task: most (success, failure) pairs a task contributes.
+        beta: DPO inverse temperature: how far the policy may move from the reference.
+        length_normalise: a try's log-likelihood is its mean over steps, not its sum.
+        bc_weight: weight of the chosen tries' per-step chunk NLL beside the DPO loss (0: off).
+        head_only: train the mixture head alone; the shared features, and with them the
+            learned end of the motion (``predict_end``), stay the clone's.
+        lr: Adam learning rate.
+        epochs: passes over the pairs.
+        batch_pairs: pairs per optimiser step.
+        grad_clip: max gradient norm.
+    """
+
+    samples: int = 8
+    noise_kind: str = "pink"
+    temperature: float = 0.01
+    noise_scale: tuple[float, ...] = (1.0, 1.0, 0.3, 1.0, 1.0)
+    pairs_per_task: int = 4
+    beta: float = 0.1
+    length_normalise: bool = True
+    bc_weight: float = 0.0
+    head_only: bool = False
+    lr: float = 1e-4
+    epochs: int = 2
+    batch_pairs: int = 8
+    grad_clip: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("pairs_per_task", "epochs", "batch_pairs"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"preference.{name}={getattr(self, name)} must be >= 1")
+        if self.samples < 2:
+            raise ValueError(f"preference.samples={self.samples} must be >= 2: a pair needs two tries")
+        for name in ("beta", "lr", "grad_clip"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"preference.{name}={getattr(self, name)} must be > 0")
+        if not self.bc_weight >= 0:
+            raise ValueError(f"preference.bc_weight={self.bc_weight} must be >= 0")
+        object.__setattr__(self, "noise_scale", tuple(float(s) for s in self.noise_scale))
+        self.noise  # noqa: B018 (a bad kind, temperature or scale is named here, not mid-run)
+
+    @property
+    def noise(self) -> NoiseSpec:
+        return NoiseSpec(self.noise_kind, self.temperature, self.noise_scale)
+
+
+@dataclass(frozen=True)
 class PracticeConfig:
     """After a node's clone is selected, its policy practises closed loop and is kept only if it
     then does at least as well on the loop's selection tasks (``practice.stage``).
@@ -88,7 +143,8 @@ class PracticeConfig:
             family of the robustness suite (``evaluation.perturbations``) drawn per task.
         gate_episodes: selection episodes per node for the gate when the loop gives none.
         rl: residual PPO's settings.
-        dpo: the preference method's settings (read by ``practice.preference``).
+        dpo: the preference method's settings (``practice.preference``); its budget is the same
+            episodes, ``dpo.samples`` tries on each of ``episodes / dpo.samples`` tasks.
     """
 
     method: str = "off"
@@ -97,9 +153,13 @@ class PracticeConfig:
     perturbed_share: float = 0.5
     gate_episodes: int = 50
     rl: RLConfig = field(default_factory=RLConfig)
-    dpo: Mapping[str, Any] = field(default_factory=dict)
+    dpo: PreferenceConfig = field(default_factory=PreferenceConfig)
 
     def __post_init__(self) -> None:
+        if isinstance(self.dpo, Mapping):
+            object.__setattr__(self, "dpo", PreferenceConfig(**self.dpo))
+        if isinstance(self.rl, Mapping):
+            object.__setattr__(self, "rl", RLConfig(**self.rl))
         if self.method not in METHODS:
             raise ValueError(f"practice.method={self.method!r}: choose one of {', '.join(METHODS)}")
         if self.episodes < 1 or self.gate_episodes < 1:

@@ -25,7 +25,6 @@ import contextlib
 import copy
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -34,66 +33,12 @@ import torch.nn.functional as F
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.backend import RolloutBackend
 from robo_coevolve.explore.closed_loop import PolicyEpisode
-from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.learn.dataset import ChunkDataset
 from robo_coevolve.policy.vla import VLAPolicy
+from robo_coevolve.practice.config import PreferenceConfig
 from robo_coevolve.refine.core_window import simulate_window
 from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory
-
-
-@dataclass(frozen=True)
-class PreferenceConfig:
-    """Preference-practice settings (the episode budget is ``len(tasks) * samples``).
-
-    Args:
-        samples: noisy tries of the input policy per task.
-        noise_kind: exploration noise ("pink", "ou" or "white"; ``explore.noise``).
-        temperature: the noise's standard deviation in normalised action units.
-        noise_scale: per action dimension (x, y, z, pitch, roll) multipliers of the noise.
-        pairs_per_task: most (success, failure) pairs a task contributes.
-        beta: DPO inverse temperature: how far the policy may move from the reference.
-        length_normalise: a try's log-likelihood is its mean over steps, not its sum.
-        bc_weight: weight of the chosen tries' per-step chunk NLL beside the DPO loss (0: off).
-        head_only: train the mixture head alone; the shared features, and with them the
-            learned end of the motion (``predict_end``), stay the clone's.
-        lr: Adam learning rate.
-        epochs: passes over the pairs.
-        batch_pairs: pairs per optimiser step.
-        grad_clip: max gradient norm.
-    """
-
-    samples: int = 8
-    noise_kind: str = "pink"
-    temperature: float = 0.01
-    noise_scale: tuple[float, ...] = (1.0, 1.0, 0.3, 1.0, 1.0)
-    pairs_per_task: int = 4
-    beta: float = 0.1
-    length_normalise: bool = True
-    bc_weight: float = 0.0
-    head_only: bool = False
-    lr: float = 1e-4
-    epochs: int = 2
-    batch_pairs: int = 8
-    grad_clip: float = 1.0
-
-    def __post_init__(self) -> None:
-        for name in ("pairs_per_task", "epochs", "batch_pairs"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"preference.{name}={getattr(self, name)} must be >= 1")
-        if self.samples < 2:
-            raise ValueError(f"preference.samples={self.samples} must be >= 2: a pair needs two tries")
-        for name in ("beta", "lr", "grad_clip"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"preference.{name}={getattr(self, name)} must be > 0")
-        if not self.bc_weight >= 0:
-            raise ValueError(f"preference.bc_weight={self.bc_weight} must be >= 0")
-        object.__setattr__(self, "noise_scale", tuple(float(s) for s in self.noise_scale))
-        self.noise  # noqa: B018 (a bad kind, temperature or scale is named here, not mid-run)
-
-    @property
-    def noise(self) -> NoiseSpec:
-        return NoiseSpec(self.noise_kind, self.temperature, self.noise_scale)
 
 
 def preference_pairs(groups: Sequence[Sequence[Trajectory]], cap: int) -> list[tuple[int, int]]:

@@ -32,14 +32,12 @@ def _practise_by_method(
 
         return practise_rl(policy, tasks, backend, config.rl, rng)
     if config.method == "dpo":
-        try:
-            from robo_coevolve.practice.preference import practise_preference
-        except ImportError:
-            raise PracticeError(
-                "practice.method=dpo: robo_coevolve.practice.preference is not in this build; "
-                "use practice=rl or practice=off"
-            ) from None
-        return practise_preference(policy, tasks, backend, config.dpo, rng)
+        from robo_coevolve.practice.preference import practise_preference
+
+        # the same episode budget: samples tries on each of a share of the tasks
+        return practise_preference(
+            policy, tasks[: max(1, len(tasks) // config.dpo.samples)], backend, config.dpo, rng
+        )
     raise PracticeError(f"practice.method={config.method!r}: nothing to practise (use rl or dpo)")
 
 
