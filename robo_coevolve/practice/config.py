@@ -136,7 +136,7 @@ class PracticeConfig:
     Args:
         method: "off", "rl" (residual PPO, ``practice.rl``) or "dpo" (preferences,
             ``practice.preference``).
-        episodes: practice episodes per node practised, shared by the node and those it keeps.
+        episodes: practice episodes per node practised: the node and each node it keeps get as many.
         weak_share: share of the tasks from each node's weak stratum (the lightest fifth of its
             egg masses).
         perturbed_share: share of perturbed tasks, each from the *training* range of a perturbation
@@ -144,11 +144,11 @@ class PracticeConfig:
         gate_episodes: selection episodes per node for the gate when the loop gives none.
         rl: residual PPO's settings.
         dpo: the preference method's settings (``practice.preference``); its budget is the same
-            episodes, ``dpo.samples`` tries on each of ``episodes / dpo.samples`` tasks.
+            episodes, ``dpo.samples`` tries on each of a ``1 / dpo.samples`` share of the tasks.
     """
 
     method: str = "off"
-    episodes: int = 768
+    episodes: int = 1024
     weak_share: float = 0.2
     perturbed_share: float = 0.5
     gate_episodes: int = 50

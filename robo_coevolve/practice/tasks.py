@@ -34,13 +34,13 @@ def weak_stratum(tasks: TaskDistribution) -> TaskDistribution:
 def practice_tasks(
     nodes: Sequence[SkillNode], config: PracticeConfig, rng: np.random.Generator, language: bool = True
 ) -> list[TaskSpec]:
-    """``config.episodes`` tasks shared evenly by ``nodes`` (the node practised, then those it
-    keeps), each node's split into weak, perturbed (``evaluation.perturbations.training_tasks``;
+    """``config.episodes`` tasks for each of ``nodes`` (the node practised, then those it keeps),
+    each node's split into weak, perturbed (``evaluation.perturbations.training_tasks``;
     the instruction families only for a policy with ``language``) and nominal ones by the
     config's shares, shuffled so that every update sees every kind."""
     tasks: list[TaskSpec] = []
-    for i, node in enumerate(nodes):
-        n = config.episodes // len(nodes) + (i < config.episodes % len(nodes))
+    n = config.episodes
+    for node in nodes:
         weak = round(config.weak_share * n)
         perturbed = min(round(config.perturbed_share * n), n - weak)
         distribution = node.distribution()
