@@ -114,10 +114,14 @@ def robustness(
     return report
 
 
+MIN_GAP = 0.1  # the least oracle-minus-answer gap whose closed share is reported
+
+
 def summary(runs: dict[str, np.ndarray]) -> dict:
     """Each arm's success rate (a 2-D arm: the mean of its rows) and, per one-policy arm, its
-    ``% of oracle``, ``gap closed`` (of the answer's gap to the oracle; None where the oracle
-    does no better than the answer) and paired margin over the answer."""
+    ``% of oracle``, ``gap closed`` (of the answer's gap to the oracle; None where that gap is
+    under ``MIN_GAP``: a share of a few tasks' difference is noise) and paired margin over the
+    answer."""
     rates = {name: float(o.mean()) for name, o in runs.items()}
     out: dict = {"success": rates, "policies": {}}
     answer, oracle = rates.get(ANSWER), rates.get(ORACLE)
@@ -128,7 +132,7 @@ def summary(runs: dict[str, np.ndarray]) -> dict:
         row: dict = {
             "% of oracle": own / oracle if oracle else None,
             "gap closed": (own - answer) / (oracle - answer)
-            if answer is not None and oracle is not None and oracle > answer
+            if answer is not None and oracle is not None and oracle - answer >= MIN_GAP
             else None,
         }
         if ANSWER in runs:
