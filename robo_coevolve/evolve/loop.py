@@ -423,15 +423,7 @@ class EvolutionLoop:
 
         with directory_aside(self.output_dir / CHECKPOINTS / f"{checkpoint_name(k)}_clone") as tmp:
             self.policy.save_pretrained(tmp)
-        gate = selection_tasks(
-            self.tree,
-            node,
-            k,
-            self.seed,
-            self.train.select_episodes,
-            self.pools.of(node),
-            self.coevolve.select_episodes,
-        )
+        gate = self._selection_tasks(node, k)
         clone_rates = None if selection is None else selection["candidates"][selection["taken"]]
         self.policy, record = practise(
             self.policy,
@@ -477,6 +469,18 @@ class EvolutionLoop:
             consolidating=self.curriculum.consolidating(node),
         )
 
+    def _selection_tasks(self, node: SkillNode, k: int):
+        """Iteration ``k``'s selection tasks of ``node`` and the nodes it keeps (``selection``)."""
+        return selection_tasks(
+            self.tree,
+            node,
+            k,
+            self.seed,
+            self.train.select_episodes,
+            self.pools.of(node),
+            self.coevolve.select_episodes,
+        )
+
     def _select(
         self,
         node: SkillNode,
@@ -489,15 +493,7 @@ class EvolutionLoop:
     ) -> tuple[dict, dict | None]:
         """``selection.select`` on iteration ``k``'s selection tasks; the policy it keeps becomes
         the loop's."""
-        tasks = selection_tasks(
-            self.tree,
-            node,
-            k,
-            self.seed,
-            self.train.select_episodes,
-            self.pools.of(node),
-            self.coevolve.select_episodes,
-        )
+        tasks = self._selection_tasks(node, k)
         self.policy, fit, record = select(
             candidates, self.policy, tasks, self.backend, new_stage, own_best, draw, self.train.redraws, sets
         )

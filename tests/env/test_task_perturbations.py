@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from same_trajectory import assert_same
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.env.initial_state import PUSH_PHASES
@@ -9,16 +10,6 @@ from robo_coevolve.explore.open_loop import OpenLoopSimulator, actions_trial
 from robo_coevolve.motion.scripted import MOTIONS
 from robo_coevolve.task_spec import TaskSpec, TaskSpecError
 from robo_coevolve.trajectory import replay, run_actions
-
-
-def assert_same(a, b):
-    assert len(a) == len(b)
-    np.testing.assert_array_equal(a.initial_state, b.initial_state)
-    np.testing.assert_array_equal(a.actions, b.actions)
-    np.testing.assert_array_equal(a.proprio, b.proprio)
-    np.testing.assert_array_equal(a.sensors, b.sensors)
-    assert a.outcome == b.outcome
-    assert a.disturbance == b.disturbance
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from same_trajectory import assert_same
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore import primitives
@@ -11,16 +12,6 @@ from robo_coevolve.explore.plans import NoisePlan, PrimitivePlan
 from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import replay
-
-
-def assert_same(a, b):
-    assert len(a) == len(b)
-    np.testing.assert_array_equal(a.initial_state, b.initial_state)
-    np.testing.assert_array_equal(a.actions, b.actions)
-    np.testing.assert_array_equal(a.proprio, b.proprio)
-    np.testing.assert_array_equal(a.sensors, b.sensors)
-    assert a.outcome == b.outcome
-    assert a.disturbance == b.disturbance
 
 
 @pytest.fixture(scope="module")
