@@ -4,12 +4,14 @@ run's checkpoint, what practice buys on nominal and pushed tasks.
 Throughput (``make bench`` shows it as a row of ``benchmarks.speed``): episodes per second of
 ``practise_rl`` against the same episodes run by the same policy without learning.
 
-With ``--checkpoint``, each skill's node practises alone from that checkpoint, with the code's
-defaults (``PracticeConfig(method="rl")``); success before and after on fixed nominal tasks
-and on the same tasks with a 1 N push, and the minutes practice took.
+With ``--checkpoint``, that policy practises on every node at once, as the last node's practice
+in the loop does, with the code's defaults (``PracticeConfig(method="rl")``); success before and
+after on fixed nominal tasks and on the same tasks with a 1 N push, and the minutes practice took;
+``--save DIR`` keeps the practised policy (an arm for ``robo-coevolve-tree evaluate --suite
+robustness --policy practised=DIR``).
 
     python -m benchmarks.practice_throughput [--quick] [--checkpoint RUN/checkpoints/iter_0003]
-        [--tasks 200] [--json results.json]
+        [--save DIR] [--tasks 200] [--json results.json]
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from robo_coevolve.learn import evaluate_tasks  # noqa: E402
 from robo_coevolve.policy import PolicyConfig, VLAPolicy  # noqa: E402
 from robo_coevolve.practice import PracticeConfig, RLConfig  # noqa: E402
 from robo_coevolve.practice.rl import practise_rl  # noqa: E402
-from robo_coevolve.practice.tasks import practice_tasks  # noqa: E402
 from robo_coevolve.skill_tree import SkillTree  # noqa: E402
 from robo_coevolve.task_distribution import TaskDistribution  # noqa: E402
 from robo_coevolve.workspace.build import build  # noqa: E402
@@ -63,55 +64,60 @@ def rows_throughput(episodes: int, workers: int = 2) -> list[list[str]]:
     ]
 
 
-def rows_checkpoint(checkpoint: str, n: int, seed: int = 1, **overrides) -> list[list[str]]:
-    """Each skill's node practised from ``checkpoint`` with the defaults; success before and after
-    on ``n`` fixed nominal tasks and the same tasks pushed with ``PUSH`` N."""
+def rows_checkpoint(checkpoint: str, n: int, save: str | None = None, seed: int = 1) -> list[list[str]]:
+    """The policy at ``checkpoint`` practised on every node of the tree at once, as the last
+    node's practice in the loop does (``practice.stage.practise`` with the code's defaults and
+    its gate on ``gate_episodes`` fresh tasks per node); saved to ``save`` if given. Success
+    before and after on ``n`` fixed nominal tasks per node and the same tasks pushed with
+    ``PUSH`` N."""
     from robo_coevolve.configs import compose
+    from robo_coevolve.practice.stage import practise
 
     tree: SkillTree = build(compose().skill_tree, "skill_tree")
+    nodes = list(tree.nodes)
     clone = VLAPolicy.from_pretrained(checkpoint)
-    config = PracticeConfig(method="rl", **overrides)
+    config = PracticeConfig(method="rl")
     out = []
     with LocalBackend() as backend:
-        for i, node in enumerate(tree.nodes):
+        start = time.perf_counter()
+        practised, record = practise(
+            clone, nodes[-1], nodes[:-1], backend, config, np.random.default_rng(seed)
+        )
+        minutes = (time.perf_counter() - start) / 60
+        print(f"practice: {len(record['learn']['updates'])} updates, gate {record['gate']}", file=sys.stderr)
+        if save:
+            practised.save_pretrained(save)
+        for i, node in enumerate(nodes):
             nominal = node.distribution().sample_many(np.random.default_rng([seed, i]), n)
             pushed = [t.replace(disturbance_force=PUSH) for t in nominal]
-            start = time.perf_counter()
-            tasks = practice_tasks(
-                [node], config, np.random.default_rng([seed, i, 1]), clone.config.use_language
-            )
-            practised, record = practise_rl(
-                clone, tasks, backend, config.rl, np.random.default_rng([seed, i, 2])
-            )
-            minutes = (time.perf_counter() - start) / 60
             for name, fixed in (("nominal", nominal), (f"pushed {PUSH:g} N", pushed)):
                 before = evaluate_tasks(clone, fixed, backend).success_rate
                 after = evaluate_tasks(practised, fixed, backend).success_rate
                 out.append(
                     [
-                        f"practice, {node.name}, {name} ({n} fixed tasks; {len(tasks)} episodes, {minutes:.1f} min)",
+                        f"practice, {node.name}, {name} ({n} fixed tasks; {record['tasks']} episodes on "
+                        f"{len(nodes)} nodes, {minutes:.1f} min, the gate kept the {record['gate']['kept']})",
                         f"{after:.1%} practised",
                         f"the clone: {before:.1%}",
                         f"{100 * (after - before):+.1f} points",
                     ]
                 )
                 print(out[-1], file=sys.stderr, flush=True)
-            last = record["updates"][-1]
-            print(f"{node.name}: last update {last}", file=sys.stderr, flush=True)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer episodes (a noisier figure)")
-    parser.add_argument("--checkpoint", help="also practise each skill from this policy checkpoint")
+    parser.add_argument("--checkpoint", help="also practise this policy checkpoint on every node")
+    parser.add_argument("--save", metavar="DIR", help="with --checkpoint: save the practised policy here")
     parser.add_argument("--tasks", type=int, default=200, help="fixed evaluation tasks per skill and kind")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON here")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     rows = rows_throughput(64 if args.quick else 128)
     if args.checkpoint:
-        rows += rows_checkpoint(args.checkpoint, args.tasks)
+        rows += rows_checkpoint(args.checkpoint, args.tasks, args.save)
     print(table(["figure", "value", "reference measured in the same run", "ratio"], rows))
     write_json(args.json, {"rows": rows})
     return 0

@@ -1,7 +1,7 @@
 """A main-job run's policies on held-out tasks, one subcommand per question."""
 
 from benchmarks.commands import main
-from benchmarks.evaluate import distill, diversity, policy_noise, run, stage, start_states
+from benchmarks.evaluate import distill, diversity, policy_noise, run, stage, start_states, sweep
 
 main(
     "python -m benchmarks.evaluate",
@@ -13,5 +13,6 @@ main(
         "policy-noise": policy_noise,
         "distill": distill,
         "diversity": diversity,
+        "sweep": sweep,
     },
 )

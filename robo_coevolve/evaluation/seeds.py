@@ -29,3 +29,5 @@ BASELINE = 123
 # the oracle's searches from (ORACLE, i, f + 1).
 ROBUSTNESS = 393_939
 ORACLE = 616_161
+# benchmarks.evaluate sweep: its tasks
+SWEEP = 737_373

@@ -64,6 +64,22 @@ def test_policy_noise_runs_every_temperature_on_each_node(tiny_run, tmp_path):
     assert all(is_rate(x) for x in report["success"]["scoop"].values())
 
 
+def test_sweep_runs_every_value_of_the_field_for_each_policy(tiny_run, tmp_path):
+    checkpoint = sorted((tiny_run / "checkpoints").iterdir())[-1]
+    report = bench(
+        "evaluate",
+        *("sweep", str(tiny_run), "--field", "action_latency", "--values", "0", "2", "--tasks", "3"),
+        *("--policy", f"a={checkpoint}", "--policy", f"b={checkpoint}", "--workers", "1"),
+        json_path=tmp_path / "s.json",
+    )
+    rows = report["success"]["scoop"]
+    assert list(rows) == ["0", "2"] and all(list(r) == ["a", "b"] for r in rows.values())
+    assert all(r["a"] == r["b"] and is_rate(r["a"]) for r in rows.values())  # one policy, twice
+    assert "servo_gain=9.0 is outside" in refusal(
+        "evaluate", "sweep", str(tiny_run), "--field", "servo_gain", "--values", "9"
+    )
+
+
 def test_distill_measures_the_teacher_without_parts_of_its_egg_state(tiny_run, tmp_path):
     report = bench(
         "evaluate",
