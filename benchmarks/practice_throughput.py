@@ -5,13 +5,13 @@ Throughput (``make bench`` shows it as a row of ``benchmarks.speed``): episodes 
 ``practise_rl`` against the same episodes run by the same policy without learning.
 
 With ``--checkpoint``, that policy practises on every node at once, as the last node's practice
-in the loop does, with the code's defaults (``PracticeConfig(method="rl")``); success before and
-after on fixed nominal tasks and on the same tasks with a 1 N push, and the minutes practice took;
-``--save DIR`` keeps the practised policy (an arm for ``robo-coevolve-tree evaluate --suite
+in the loop does, by ``--method`` with the code's defaults; success before and after on fixed
+nominal tasks and on the same tasks with a 1 N push, and the minutes practice took; ``--save DIR``
+keeps the practised policy (an arm for ``robo-coevolve-tree evaluate --suite
 robustness --policy practised=DIR``).
 
     python -m benchmarks.practice_throughput [--quick] [--checkpoint RUN/checkpoints/iter_0003]
-        [--save DIR] [--tasks 200] [--json results.json]
+        [--save DIR] [--method rl|dpo] [--tasks 200] [--json results.json]
 """
 
 from __future__ import annotations
@@ -64,10 +64,12 @@ def rows_throughput(episodes: int, workers: int = 2) -> list[list[str]]:
     ]
 
 
-def rows_checkpoint(checkpoint: str, n: int, save: str | None = None, seed: int = 1) -> list[list[str]]:
+def rows_checkpoint(
+    checkpoint: str, n: int, save: str | None = None, method: str = "rl", seed: int = 1
+) -> list[list[str]]:
     """The policy at ``checkpoint`` practised on every node of the tree at once, as the last
-    node's practice in the loop does (``practice.stage.practise`` with the code's defaults and
-    its gate on ``gate_episodes`` fresh tasks per node); saved to ``save`` if given. Success
+    node's practice in the loop does (``practice.stage.practise`` by ``method`` with the code's
+    defaults, so rl and dpo get the same episodes on the same tasks, and its gate on ``gate_episodes`` fresh tasks per node); saved to ``save`` if given. Success
     before and after on ``n`` fixed nominal tasks per node and the same tasks pushed with
     ``PUSH`` N."""
     from robo_coevolve.configs import compose
@@ -76,7 +78,7 @@ def rows_checkpoint(checkpoint: str, n: int, save: str | None = None, seed: int 
     tree: SkillTree = build(compose().skill_tree, "skill_tree")
     nodes = list(tree.nodes)
     clone = VLAPolicy.from_pretrained(checkpoint)
-    config = PracticeConfig(method="rl")
+    config = PracticeConfig(method=method)
     out = []
     with LocalBackend() as backend:
         start = time.perf_counter()
@@ -95,7 +97,7 @@ def rows_checkpoint(checkpoint: str, n: int, save: str | None = None, seed: int 
                 after = evaluate_tasks(practised, fixed, backend).success_rate
                 out.append(
                     [
-                        f"practice, {node.name}, {name} ({n} fixed tasks; {record['tasks']} episodes on "
+                        f"practice ({method}), {node.name}, {name} ({n} fixed tasks; {record['tasks']} episodes on "
                         f"{len(nodes)} nodes, {minutes:.1f} min, the gate kept the {record['gate']['kept']})",
                         f"{after:.1%} practised",
                         f"the clone: {before:.1%}",
@@ -111,13 +113,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer episodes (a noisier figure)")
     parser.add_argument("--checkpoint", help="also practise this policy checkpoint on every node")
     parser.add_argument("--save", metavar="DIR", help="with --checkpoint: save the practised policy here")
+    parser.add_argument(
+        "--method", choices=("rl", "dpo"), default="rl", help="with --checkpoint: how it practises"
+    )
     parser.add_argument("--tasks", type=int, default=200, help="fixed evaluation tasks per skill and kind")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON here")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     rows = rows_throughput(64 if args.quick else 128)
     if args.checkpoint:
-        rows += rows_checkpoint(args.checkpoint, args.tasks, args.save)
+        rows += rows_checkpoint(args.checkpoint, args.tasks, args.save, args.method)
     print(table(["figure", "value", "reference measured in the same run", "ratio"], rows))
     write_json(args.json, {"rows": rows})
     return 0
