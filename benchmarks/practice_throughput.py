@@ -68,12 +68,13 @@ def rows_checkpoint(
     checkpoint: str, n: int, save: str | None = None, method: str = "rl", seed: int = 1
 ) -> list[list[str]]:
     """The policy at ``checkpoint`` practised on every node of the tree at once, as the last
-    node's practice in the loop does (``practice.stage.practise`` by ``method`` with the code's
-    defaults, so rl and dpo get the same episodes on the same tasks, and its gate on ``gate_episodes`` fresh tasks per node); saved to ``save`` if given. Success
-    before and after on ``n`` fixed nominal tasks per node and the same tasks pushed with
-    ``PUSH`` N."""
+    node's practice in the loop does (``practice.stage.learn`` by ``method`` with the code's
+    defaults, so rl and dpo get the same episodes on the same tasks; no gate: the method's own
+    policy); saved to ``save`` if given. Success before and after on ``n`` fixed nominal tasks
+    per node and the same tasks pushed with ``PUSH`` N."""
     from robo_coevolve.configs import compose
-    from robo_coevolve.practice.stage import practise
+    from robo_coevolve.practice.stage import learn
+    from robo_coevolve.practice.tasks import practice_tasks
 
     tree: SkillTree = build(compose().skill_tree, "skill_tree")
     nodes = list(tree.nodes)
@@ -82,11 +83,10 @@ def rows_checkpoint(
     out = []
     with LocalBackend() as backend:
         start = time.perf_counter()
-        practised, record = practise(
-            clone, nodes[-1], nodes[:-1], backend, config, np.random.default_rng(seed)
-        )
+        rng = np.random.default_rng(seed)
+        tasks = practice_tasks([nodes[-1], *nodes[:-1]], config, rng, clone.config.use_language)
+        practised, _ = learn(clone, tasks, backend, config, rng)
         minutes = (time.perf_counter() - start) / 60
-        print(f"practice: {len(record['learn']['updates'])} updates, gate {record['gate']}", file=sys.stderr)
         if save:
             practised.save_pretrained(save)
         for i, node in enumerate(nodes):
@@ -97,8 +97,8 @@ def rows_checkpoint(
                 after = evaluate_tasks(practised, fixed, backend).success_rate
                 out.append(
                     [
-                        f"practice ({method}), {node.name}, {name} ({n} fixed tasks; {record['tasks']} episodes on "
-                        f"{len(nodes)} nodes, {minutes:.1f} min, the gate kept the {record['gate']['kept']})",
+                        f"practice ({method}), {node.name}, {name} ({n} fixed tasks; {len(tasks)} episodes on "
+                        f"{len(nodes)} nodes, {minutes:.1f} min)",
                         f"{after:.1%} practised",
                         f"the clone: {before:.1%}",
                         f"{100 * (after - before):+.1f} points",

@@ -24,9 +24,11 @@ class PracticeError(RuntimeError):
     """A practice method that cannot run in this build."""
 
 
-def _practise_by_method(
+def learn(
     policy: VLAPolicy, tasks, backend, config: PracticeConfig, rng: np.random.Generator
 ) -> tuple[VLAPolicy, dict]:
+    """A copy of ``policy`` practised on ``tasks`` by ``config.method``, and the method's record
+    (no gate: ``practise`` adds it)."""
     if config.method == "rl":
         from robo_coevolve.practice.rl import practise_rl
 
@@ -59,11 +61,13 @@ def practise(
     Returns the policy and the record (also written to ``output_dir/practice.json``)."""
     start = time.perf_counter()
     nodes = [node, *kept]
+    if gate is None:  # drawn apart from what the method draws, so every method meets the same gate
+        seeds = rng.spawn(1)[0].integers(2**31 - 1, size=len(nodes))
+        gate = SelectionTasks(
+            nodes, config.gate_episodes, {m.name: int(s) for m, s in zip(nodes, seeds, strict=True)}
+        )
     tasks = practice_tasks(nodes, config, rng, policy.config.use_language)
-    practised, learnt = _practise_by_method(policy, tasks, backend, config, rng)
-    if gate is None:
-        seeds = {m.name: int(rng.integers(2**31 - 1)) for m in nodes}
-        gate = SelectionTasks(nodes, config.gate_episodes, seeds)
+    practised, learnt = learn(policy, tasks, backend, config, rng)
     bars = gate.bars()
     before = clone_rates if clone_rates is not None else gate.rates(policy, backend)
     after = gate.rates(practised, backend)
