@@ -32,6 +32,19 @@ TINY = [
 ]
 
 
+def make_tiny_run(run_dir: Path, *overrides: str) -> Path:
+    """The main job's tiny run (``TINY``, then ``overrides``) in ``run_dir``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "robo_coevolve", f"hydra.run.dir={run_dir}", *TINY, *overrides],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run_dir
+
+
 def bench(command: str, *args: str, json_path: Path | None = None, timeout: int = 600):
     """Run ``python -m benchmarks.<command> ARGS [--json json_path]`` from the repository root;
     the JSON it wrote (None without ``json_path``)."""

@@ -92,7 +92,7 @@ def gae(rewards: np.ndarray, values: np.ndarray, gamma: float, lam: float) -> np
 
 
 def _batch(
-    trajectories: list[Trajectory], value: ValueNet, config: RLConfig
+    trajectories: list[Trajectory], value: ValueNet, config: RLConfig, scorer: Scorer
 ) -> dict[str, torch.Tensor] | None:
     """Every decision of ``trajectories`` with its advantage and return, as tensors (None: none)."""
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("features", "base", "time", "sample", "log_prob")}
@@ -105,7 +105,9 @@ def _batch(
             parts[k].append(np.asarray(d[k], np.float32))
         with torch.no_grad():
             values = value(torch.as_tensor(parts["features"][-1]), torch.as_tensor(parts["time"][-1])).numpy()
-        rewards = decision_rewards(np.asarray(d["step"]), progress_rewards(traj, config.success_bonus))
+        rewards = decision_rewards(
+            np.asarray(d["step"]), progress_rewards(traj, config.success_bonus, scorer)
+        )
         adv = gae(rewards, values.astype(np.float64), config.gamma, config.gae_lambda)
         advantages.append(adv)
         returns.append(adv + values)
@@ -168,8 +170,9 @@ def practise_rl(
 ) -> tuple[VLAPolicy, dict[str, Any]]:
     """A copy of ``policy`` whose residual (fresh with ``config.residual_scale`` unless it has one)
     practised one episode on each of ``tasks``, ``config.episodes_per_update`` per update.
-    Returns it and the record: per update the success and mean return of its episodes, the KL
-    and clip fraction of its last epoch, the exploration std and seconds."""
+    Returns it and the record: per update the success and mean progress of its episodes, the KL
+    and clip fraction of its last epoch, the exploration std and seconds. The rewards are scored
+    as the backend scores its episodes (its control rate and thresholds)."""
     start = time.perf_counter()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -185,6 +188,8 @@ def practise_rl(
         optimizer = torch.optim.Adam(
             [*practised.residual.parameters(), log_std, *value.parameters()], lr=config.lr, eps=1e-5
         )
+        control_hz = getattr(backend, "control_hz", practised.config.control_hz)
+        scorer = Scorer(1.0 / control_hz, getattr(backend, "thresholds", None))
         history = []
         for u, first in enumerate(range(0, len(tasks), config.episodes_per_update)):
             t0 = time.perf_counter()
@@ -197,7 +202,7 @@ def practise_rl(
                 trajectories = backend.run_policy(practised, episodes)
             finally:
                 practised.exploration = None
-            batch = _batch(trajectories, value, config)
+            batch = _batch(trajectories, value, config, scorer)
             value_only = u < config.value_warmup
             stats = (
                 {}

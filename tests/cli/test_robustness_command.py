@@ -1,11 +1,9 @@
 """``robo-coevolve-tree evaluate --suite robustness``: bad input is one line; a tiny run's report."""
 
 import json
-import subprocess
-import sys
 
 import pytest
-from bench_commands import ROOT, TINY
+from bench_commands import make_tiny_run
 from cli_runner import run_cli
 
 from robo_coevolve.cli.tree import main
@@ -32,15 +30,7 @@ def test_bad_suite_input_is_one_line(new_run, capsys, args, needle):
 
 @pytest.mark.slow
 def test_the_suite_on_a_tiny_run_writes_its_report(tmp_path):
-    run_dir = tmp_path / "run"
-    made = subprocess.run(
-        [sys.executable, "-m", "robo_coevolve", f"hydra.run.dir={run_dir}", *TINY],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert made.returncode == 0, made.stderr[-3000:]
+    run_dir = make_tiny_run(tmp_path / "run")
     out = tmp_path / "suite" / "robustness.json"
     args = ["--suite", "robustness", "--tasks", "2", "--oracle-trials", "3", "--json", out]
     proc = run_cli("tree", "evaluate", run_dir, *args, "--families", "push on blade,latency,wrong skill")

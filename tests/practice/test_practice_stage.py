@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from bare_settings import train_config
+from bench_commands import TINY
 from run_killer import kill_when
 from scripted_segments import scripted_segments
 
@@ -65,24 +66,10 @@ def test_the_gate_keeps_the_clone_when_practice_made_it_worse(under_trained, bac
     assert gate["kept"] == "clone" and kept is under_trained
 
 
-# One iteration that masters scoop at a token threshold, then practises its clone.
-TINY = [
-    "explore.budget=300",
-    "explore.population=50",
-    "explore.select_trials=10",
-    "explore.demos=40",
-    "explore.restarts=0",
-    "explore.polish=null",
-    "explore.backend.workers=2",
+# The benchmarks' tiny run (one iteration that masters scoop at a token threshold), then practice.
+PRACTISED = [
+    *TINY,
     "train.fit.steps=300",
-    "train.fit.eval_every=100",
-    "train.select_episodes=4",
-    "skill_tree.nodes.scoop.eval_tasks=8",
-    "skill_tree.nodes.scoop.mastery=0.05",
-    "budget.iterations=1",
-    "budget.until=null",
-    "workspace.refine_successes=60",
-    "workspace.video.every=0",
     "practice=rl",
     "practice.episodes=32",
     "practice.rl.episodes_per_update=16",
@@ -90,7 +77,7 @@ TINY = [
 
 
 def command(run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "robo_coevolve", f"hydra.run.dir={run_dir}", *TINY]
+    return [sys.executable, "-m", "robo_coevolve", f"hydra.run.dir={run_dir}", *PRACTISED]
 
 
 def test_a_run_killed_mid_practice_resumes_to_the_same_end(tmp_path):

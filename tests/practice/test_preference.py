@@ -19,20 +19,12 @@ from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.trajectory import run_actions
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 class ScriptedTries(RolloutBackend):
     """Tries of the scripted motion with each episode's noise, whatever the policy: real
     trajectories with a mix of successes and failures, without a trained policy to make them."""
 
     def run_trials(self, trials):
-        raise NotImplementedError
+        raise AssertionError("preference practice runs closed-loop episodes only")
 
     def run_policy(self, policy, episodes):
         out = []
