@@ -5,13 +5,14 @@ Throughput (``make bench`` shows it as a row of ``benchmarks.speed``): episodes 
 ``practise_rl`` against the same episodes run by the same policy without learning.
 
 With ``--checkpoint``, that policy practises on every node at once, as the last node's practice
-in the loop does, by ``--method`` with the code's defaults; success before and after on fixed
-nominal tasks and on the same tasks with a 1 N push, and the minutes practice took; ``--save DIR``
-keeps the practised policy (an arm for ``robo-coevolve-tree evaluate --suite
+in the loop does, by ``--method`` with the shipped settings (``--set`` changes one, as a Hydra
+override of the ``practice`` group, e.g. ``--set practice.rl.history=4``); success before and
+after on fixed nominal tasks and on the same tasks with a 1 N push, and the minutes practice took;
+``--save DIR`` keeps the practised policy (an arm for ``robo-coevolve-tree evaluate --suite
 robustness --policy practised=DIR``).
 
     python -m benchmarks.practice_throughput [--quick] [--checkpoint RUN/checkpoints/iter_0003]
-        [--save DIR] [--method rl|dpo] [--tasks 200] [--json results.json]
+        [--save DIR] [--method rl|dpo] [--set practice.KEY=VALUE ...] [--tasks 200] [--json results.json]
 """
 
 from __future__ import annotations
@@ -65,21 +66,27 @@ def rows_throughput(episodes: int, workers: int = 2) -> list[list[str]]:
 
 
 def rows_checkpoint(
-    checkpoint: str, n: int, save: str | None = None, method: str = "rl", seed: int = 1
+    checkpoint: str,
+    n: int,
+    save: str | None = None,
+    method: str = "rl",
+    seed: int = 1,
+    overrides: tuple[str, ...] = (),
 ) -> list[list[str]]:
     """The policy at ``checkpoint`` practised on every node of the tree at once, as the last
-    node's practice in the loop does (``practice.stage.learn`` by ``method`` with the code's
-    defaults, so rl and dpo get the same episodes on the same tasks; no gate: the method's own
-    policy); saved to ``save`` if given. Success before and after on ``n`` fixed nominal tasks
-    per node and the same tasks pushed with ``PUSH`` N."""
+    node's practice in the loop does (``practice.stage.learn`` by ``method`` with the shipped
+    settings and ``overrides``, so rl and dpo get the same episodes on the same tasks; no gate:
+    the method's own policy); saved to ``save`` if given. Success before and after on ``n`` fixed
+    nominal tasks per node and the same tasks pushed with ``PUSH`` N."""
     from robo_coevolve.configs import compose
     from robo_coevolve.practice.stage import learn
     from robo_coevolve.practice.tasks import practice_tasks
 
-    tree: SkillTree = build(compose().skill_tree, "skill_tree")
+    cfg = compose(f"practice={method}", *overrides)
+    tree: SkillTree = build(cfg.skill_tree, "skill_tree")
     nodes = list(tree.nodes)
     clone = VLAPolicy.from_pretrained(checkpoint)
-    config = PracticeConfig(method=method)
+    config: PracticeConfig = build(cfg.practice, "practice")
     out = []
     with LocalBackend() as backend:
         start = time.perf_counter()
@@ -116,13 +123,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--method", choices=("rl", "dpo"), default="rl", help="with --checkpoint: how it practises"
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="practice.KEY=VALUE",
+        help="with --checkpoint: a Hydra override of the practice settings (repeatable)",
+    )
     parser.add_argument("--tasks", type=int, default=200, help="fixed evaluation tasks per skill and kind")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON here")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     rows = rows_throughput(64 if args.quick else 128)
     if args.checkpoint:
-        rows += rows_checkpoint(args.checkpoint, args.tasks, args.save, args.method)
+        rows += rows_checkpoint(
+            args.checkpoint, args.tasks, args.save, args.method, overrides=tuple(args.set)
+        )
     print(table(["figure", "value", "reference measured in the same run", "ratio"], rows))
     write_json(args.json, {"rows": rows})
     return 0

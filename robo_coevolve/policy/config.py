@@ -67,6 +67,9 @@ class PolicyConfig:
             steps, in normalised delta units, times this scale. 0: no residual (set by practice,
             not by hand).
         residual_hidden: width of the residual head's hidden layers.
+        residual_history: control steps of proprioception before the current one that the
+            residual also reads (0: none): from how the spatula answered recent commands it can
+            tell a sluggish servo from a stiff one, which one observation cannot.
     """
 
     use_image: bool = False
@@ -98,6 +101,7 @@ class PolicyConfig:
     action_mode: str = "delta"
     residual_scale: float = 0.0
     residual_hidden: int = 64
+    residual_history: int = 0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -142,6 +146,7 @@ class PolicyConfig:
             "action_mode": (self.action_mode in ("delta", "absolute"), "must be 'delta' or 'absolute'"),
             "residual_scale": (self.residual_scale >= 0.0, "must be >= 0 (0: no residual)"),
             "residual_hidden": (self.residual_hidden >= 1, "must be >= 1"),
+            "residual_history": (self.residual_history >= 0, "must be >= 0 (0: the current step only)"),
         }
         for name, (ok, problem) in checks.items():
             if not ok:

@@ -53,14 +53,17 @@ def input_names(policy: VLAPolicy) -> list[str]:
     names = ["proprio"]
     names += ["egg"] * c.use_egg_state + ["time"] * c.use_time + ["image"] * c.use_image
     names += ["points"] * c.use_points + ["language"] * c.use_language
+    names += ["proprio_history"] * (policy.residual is not None and c.residual_history > 0)
     return names
 
 
 class ChunkGraph(nn.Module):
     """``predict_chunk`` as a pure tensor function of the inputs named by :func:`input_names`:
     proprio ``(B, 15)``, egg ``(B, 13)``, time ``(B,)`` in s, image ``(B, H, W, 3)`` uint8,
-    points ``(B, N, 3)``, language ``(B, E)``; out: actions ``(B, chunk, 5)`` in [-1, 1], and with
-    ``predict_end`` also ``end_prob (B, chunk)``.
+    points ``(B, N, 3)``, language ``(B, E)``, and for a residual that reads a history
+    ``proprio_history (B, residual_history, 15)`` (the previous steps' proprio, oldest first);
+    out: actions ``(B, chunk, 5)`` in [-1, 1], and with ``predict_end`` also
+    ``end_prob (B, chunk)``.
 
     The mixture's mode is taken with ``gather`` instead of ``GaussianMixture.mode``'s arange
     indexing, which a trace would freeze to the example's batch size.
@@ -82,7 +85,8 @@ class ChunkGraph(nn.Module):
         index = best.view(-1, 1, 1).expand(-1, 1, mixture.means.shape[-1])
         mode = mixture.means.gather(1, index).squeeze(1)
         if p.residual is not None:  # the residual's mean correction of the executed steps
-            mode = p.corrected(mode, p.residual(prediction.features, mode[:, : p.executed_dim]))
+            base = mode[:, : p.executed_dim]
+            mode = p.corrected(mode, p.residual(prediction.features, base, p.residual_history(batch)))
         chunk = (mode * p.delta_std + p.delta_mean).view(-1, p.config.chunk, p.config.action_dim)
         if p.config.action_mode == "delta":
             command = 2.0 * (batch["proprio"][:, 10:15] - self.low) / (self.high - self.low) - 1.0
@@ -117,6 +121,8 @@ def example_observation(policy: VLAPolicy, batch: int, rng: np.random.Generator)
     obs["time"] = rng.uniform(0.0, 3.0, batch).astype(np.float32)
     obs["image"] = rng.integers(0, 256, (batch, c.image_size, c.image_size, 3), dtype=np.uint8)
     obs["points"] = rng.normal(0.0, 0.05, (batch, c.num_points, 3)).astype(np.float32)
+    history = proprio[:, None, :] + rng.normal(0.0, 0.01, (batch, c.residual_history, c.proprio_dim))
+    obs["proprio_history"] = history.astype(np.float32)
     return obs
 
 

@@ -3,9 +3,11 @@ chunk (Residual Policy Learning, Silver et al. 2018; ResiP, Ankile et al. 2024, 
 to Refinement"), and the Gaussian exploration around it that practice samples from.
 
 The head reads the base's fused features and its normalised chunk for the executed steps (both
-detached: the base stays what behaviour cloning made it) and outputs a correction of those steps
-in normalised delta units, which the policy multiplies by ``PolicyConfig.residual_scale``. Its
-last layer starts at zero, so a fresh residual changes no action.
+detached: the base stays what behaviour cloning made it), optionally the normalised
+proprioception of the last few control steps (``PolicyConfig.residual_history``), and outputs a
+correction of those steps in normalised delta units, which the policy multiplies by
+``PolicyConfig.residual_scale``. Its last layer starts at zero, so a fresh residual changes no
+action.
 """
 
 from __future__ import annotations
@@ -21,18 +23,21 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 class ResidualHead(nn.Module):
-    """``(features (B, F), base (B, D)) -> correction (B, D)``, unscaled (the policy scales it).
+    """``(features (B, F), base (B, D)[, history (B, H)]) -> correction (B, D)``, unscaled (the
+    policy scales it).
 
     Args:
         features: width of the base's fused features.
         executed: size of the corrected steps (execute * action_dim).
         hidden: width of the two hidden layers.
+        history: size of the flattened proprioception history it also reads (0: none).
     """
 
-    def __init__(self, features: int, executed: int, hidden: int = 64):
+    def __init__(self, features: int, executed: int, hidden: int = 64, history: int = 0):
         super().__init__()
+        self.history = history
         self.net = nn.Sequential(
-            nn.Linear(features + executed, hidden),
+            nn.Linear(features + executed + history, hidden),
             nn.Tanh(),
             nn.Linear(hidden, hidden),
             nn.Tanh(),
@@ -42,8 +47,15 @@ class ResidualHead(nn.Module):
             self.net[-1].weight.zero_()
             self.net[-1].bias.zero_()
 
-    def forward(self, features: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
-        return self.net(torch.cat([features.detach(), base.detach()], dim=-1))
+    def forward(
+        self, features: torch.Tensor, base: torch.Tensor, history: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        inputs = [features.detach(), base.detach()]
+        if self.history:
+            if history is None:
+                raise ValueError(f"this residual reads {self.history} history values: pass history")
+            inputs.append(history.detach())
+        return self.net(torch.cat(inputs, dim=-1))
 
 
 def gaussian_log_prob(x: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:

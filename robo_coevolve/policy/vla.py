@@ -174,9 +174,7 @@ class VLAPolicy(nn.Module):
         # Logits that each chunk step lies past the demonstration's end (predict_end).
         self.end_head: nn.Linear | None = nn.Linear(h, config.chunk) if config.predict_end else None
         # Practice's correction of the executed steps (residual_scale > 0), on the frozen base.
-        self.residual: ResidualHead | None = None
-        if config.residual_scale > 0.0:
-            self.residual = ResidualHead(h, self.executed_dim, config.residual_hidden)
+        self.residual: ResidualHead | None = self._new_residual() if config.residual_scale > 0.0 else None
         # Set by practice while it explores (a plain attribute: never in the checkpoint).
         self.exploration: ResidualExploration | None = None
         self._plan: np.ndarray | None = None
@@ -184,6 +182,7 @@ class VLAPolicy(nn.Module):
         self._last: np.ndarray | None = None  # (B, 5) the actions returned last
         self._cursor = 0
         self._steps = 0
+        self._seen: list[np.ndarray] = []  # the last residual_history proprio observations, oldest first
 
     # ----------------------------------------------------------------------------------- inputs
     @property
@@ -250,15 +249,27 @@ class VLAPolicy(nn.Module):
         n = self.executed_dim
         return torch.cat([mode[:, :n] + self.config.residual_scale * correction, mode[:, n:]], dim=-1)
 
-    def with_residual(self, scale: float) -> VLAPolicy:
-        """This policy with a fresh residual head of ``scale`` (0: none), in place: a fresh
-        residual changes no action."""
-        self.config = replace(self.config, residual_scale=float(scale))
-        self.residual = None
-        if scale > 0.0:
-            c = self.config
-            self.residual = ResidualHead(c.hidden, self.executed_dim, c.residual_hidden).to(self._device())
+    def with_residual(self, scale: float, history: int = 0) -> VLAPolicy:
+        """This policy with a fresh residual head of ``scale`` (0: none) reading ``history``
+        earlier control steps of proprioception, in place: a fresh residual changes no action."""
+        self.config = replace(self.config, residual_scale=float(scale), residual_history=int(history))
+        self.residual = self._new_residual().to(self._device()) if scale > 0.0 else None
         return self
+
+    def _new_residual(self) -> ResidualHead:
+        c = self.config
+        history = c.residual_history * c.proprio_dim
+        return ResidualHead(c.hidden, self.executed_dim, c.residual_hidden, history)
+
+    def residual_history(self, batch: dict) -> torch.Tensor | None:
+        """The residual's history input ``(B, residual_history * proprio_dim)``: the batch's
+        ``proprio_history (B, residual_history, proprio_dim)``, oldest first, normalised as the
+        proprioception is (None: the residual reads no history)."""
+        k = self.config.residual_history
+        if not k:
+            return None
+        history = self._tensor(self._require(batch, "proprio_history"))
+        return ((history - self.proprio_mean) / self.proprio_std).flatten(1)
 
     def features(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The fused, instruction-modulated features ``(B, hidden)`` that the heads decode, and the
@@ -369,7 +380,8 @@ class VLAPolicy(nn.Module):
             mode = prediction.mixture.mode()
             if self.residual is not None:
                 base = mode[:, : self.executed_dim]
-                correction = self.residual(prediction.features, base)
+                history = self.residual_history(obs)
+                correction = self.residual(prediction.features, base, history)
                 if exploration is not None:
                     correction, log_prob = exploration.sample(correction)
                     decision = {
@@ -378,6 +390,8 @@ class VLAPolicy(nn.Module):
                         "sample": correction.float().cpu().numpy(),
                         "log_prob": log_prob.float().cpu().numpy(),
                     }
+                    if history is not None:
+                        decision["history"] = history.float().cpu().numpy()
                 mode = self.corrected(mode, correction)
             flat = mode * self.delta_std + self.delta_mean
             end = prediction.end_logits
@@ -397,6 +411,7 @@ class VLAPolicy(nn.Module):
         self._cursor = 0
         self._steps = 0
         self._ended = np.zeros(batch, bool)
+        self._seen = []
 
     def start_episodes(self, seeds: list[int]) -> None:
         """The explorer's hook at the start of a batch: each episode's noise seed, from which
@@ -407,7 +422,7 @@ class VLAPolicy(nn.Module):
     def episode_record(self, i: int) -> dict[str, np.ndarray]:
         """The explorer's hook at the end of a batch: episode ``i``'s decisions under practice's
         exploration (one row each: ``step``, ``time``, ``features``, ``base``, ``sample``,
-        ``log_prob``); empty without exploration."""
+        ``log_prob``, and ``history`` if the residual reads one); empty without exploration."""
         return {} if self.exploration is None else self.exploration.episode_record(i)
 
     @property
@@ -428,6 +443,7 @@ class VLAPolicy(nn.Module):
             self.reset(b)
         if self._last is None:
             self._last = command_as_action(np.asarray(obs["proprio"], np.float32))
+        history = self._remember(obs)
         if self._ended.all():
             return self._last.copy()
         end = None
@@ -435,10 +451,13 @@ class VLAPolicy(nn.Module):
             # The explorer steps every episode in lockstep, so all queues empty together: one
             # network call re-plans the whole batch.
             explore = self.exploration if self.residual is not None else None
+            inputs = self._timed(obs, b)
+            if history is not None:
+                inputs["proprio_history"] = history
             if explore is None:
-                (chunk, end), decision = self.predict(self._timed(obs, b)), None
+                (chunk, end), decision = self.predict(inputs), None
             else:
-                chunk, end, decision = self._predict(self._timed(obs, b), explore)
+                chunk, end, decision = self._predict(inputs, explore)
             self._plan = chunk[:, : cfg.execute]
             self._cursor = 0
             if end is not None:
@@ -456,7 +475,21 @@ class VLAPolicy(nn.Module):
         """``obs`` with the episode time this policy has counted, unless it brings its own."""
         if self.config.use_time and "time" not in obs:
             return {**obs, "time": np.full(b, self._steps / self.config.control_hz, np.float32)}
-        return obs
+        return dict(obs)
+
+    def _remember(self, obs: dict) -> np.ndarray | None:
+        """The residual's ``proprio_history`` before this step's observation (the episode's first
+        observation repeated where it is younger than the history), then this observation kept."""
+        k = self.config.residual_history if self.residual is not None else 0
+        if not k:
+            return None
+        proprio = np.asarray(obs["proprio"], np.float32)
+        if not self._seen:
+            self._seen = [proprio]
+            return np.stack([proprio] * k, axis=1)
+        history = np.stack([self._seen[0]] * (k - len(self._seen)) + self._seen, axis=1)
+        self._seen = [*self._seen, proprio][-k:]
+        return history
 
     # ------------------------------------------------------------------------------ checkpoints
     def save_pretrained(self, directory: str | os.PathLike) -> None:

@@ -20,6 +20,8 @@ class RLConfig:
     Args:
         residual_scale: the residual's correction times this, in normalised delta units
             (``PolicyConfig.residual_scale``): small, so the base's motion stays the backbone.
+        history: earlier control steps of proprioception the residual reads
+            (``PolicyConfig.residual_history``; 0: the current observation only).
         init_log_std: starting log std of the Gaussian on the residual's (unscaled) output.
         episodes_per_update: episodes run with one set of weights before each update.
         gamma: discount per decision (one decision runs the chunk's executed steps).
@@ -36,6 +38,7 @@ class RLConfig:
     """
 
     residual_scale: float = 0.3
+    history: int = 0
     init_log_std: float = 0.0
     episodes_per_update: int = 64
     gamma: float = 0.99
@@ -53,6 +56,7 @@ class RLConfig:
     def __post_init__(self) -> None:
         checks = {
             "residual_scale": self.residual_scale > 0.0,
+            "history": self.history >= 0,
             "episodes_per_update": self.episodes_per_update >= 1,
             "gamma": 0.0 < self.gamma <= 1.0,
             "gae_lambda": 0.0 <= self.gae_lambda <= 1.0,

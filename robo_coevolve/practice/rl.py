@@ -95,14 +95,16 @@ def _batch(
     trajectories: list[Trajectory], value: ValueNet, config: RLConfig, scorer: Scorer
 ) -> dict[str, torch.Tensor] | None:
     """Every decision of ``trajectories`` with its advantage and return, as tensors (None: none)."""
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("features", "base", "time", "sample", "log_prob")}
+    keys = ("features", "base", "time", "sample", "log_prob", "history")  # history: if the residual reads one
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     advantages, returns = [], []
     for traj in trajectories:
         d = traj.meta.get("decisions")
         if not d:  # the policy held from its first decision: nothing it chose moved the spatula
             continue
         for k in parts:
-            parts[k].append(np.asarray(d[k], np.float32))
+            if k in d:
+                parts[k].append(np.asarray(d[k], np.float32))
         with torch.no_grad():
             values = value(torch.as_tensor(parts["features"][-1]), torch.as_tensor(parts["time"][-1])).numpy()
         rewards = decision_rewards(
@@ -113,7 +115,7 @@ def _batch(
         returns.append(adv + values)
     if not advantages:
         return None
-    batch = {k: torch.as_tensor(np.concatenate(v)) for k, v in parts.items()}
+    batch = {k: torch.as_tensor(np.concatenate(v)) for k, v in parts.items() if v}
     batch["advantages"] = torch.as_tensor(np.concatenate(advantages), dtype=torch.float32)
     batch["returns"] = torch.as_tensor(np.concatenate(returns), dtype=torch.float32)
     return batch
@@ -138,7 +140,7 @@ def _update(
         for start in range(0, n, config.minibatch):
             mb = {k: v[order[start : start + config.minibatch]] for k, v in batch.items()}
             v_loss = 0.5 * (value(mb["features"], mb["time"]) - mb["returns"]).square().mean()
-            mean = policy.residual(mb["features"], mb["base"])
+            mean = policy.residual(mb["features"], mb["base"], mb.get("history"))
             log_ratio = gaussian_log_prob(mb["sample"], mean, log_std) - mb["log_prob"]
             ratio = log_ratio.exp()
             adv = mb["advantages"]
@@ -182,7 +184,7 @@ def practise_rl(
             practised = copy.deepcopy(policy).eval()
             practised.exploration = None
             if practised.residual is None:
-                practised.with_residual(config.residual_scale)
+                practised.with_residual(config.residual_scale, config.history)
             value = ValueNet(practised.config.hidden)
         log_std = nn.Parameter(torch.full((practised.executed_dim,), float(config.init_log_std)))
         optimizer = torch.optim.Adam(

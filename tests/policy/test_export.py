@@ -52,10 +52,13 @@ IMAGE = dict(use_image=True, use_egg_state=False, image_size=64)
 ABSOLUTE = dict(STATE, action_mode="absolute")
 END = dict(STATE, predict_end=True)
 RESIDUAL = dict(STATE, residual_scale=0.5)
+HISTORY = dict(RESIDUAL, residual_history=3)
 
 
 @pytest.mark.parametrize(
-    "config", [STATE, IMAGE, ABSOLUTE, END, RESIDUAL], ids=["state", "image", "absolute", "end", "residual"]
+    "config",
+    [STATE, IMAGE, ABSOLUTE, END, RESIDUAL, HISTORY],
+    ids=["state", "image", "absolute", "end", "residual", "history"],
 )
 def test_onnx_actions_match_torch_for_any_batch(tmp_path, config):
     p = policy(**config)
@@ -67,6 +70,10 @@ def test_onnx_actions_match_torch_for_any_batch(tmp_path, config):
         )
         moved = np.abs(p.predict_chunk(obs) - base.eval().predict_chunk(obs))
         assert moved[:, : p.config.execute].max() > 1e-3 and moved[:, p.config.execute :].max() == 0.0
+    if p.config.residual_history:  # the history is an input of the graph that moves the actions
+        obs = example_observation(p, 3, np.random.default_rng(3))
+        other = {**obs, "proprio_history": obs["proprio_history"] + 0.05}
+        assert np.abs(p.predict_chunk(obs) - p.predict_chunk(other)).max() > 1e-4
     session = onnx_session(export_onnx(p, tmp_path / "p.onnx"))
     assert [i.name for i in session.get_inputs()] == input_names(p)
     rng = np.random.default_rng(1)

@@ -61,7 +61,7 @@ def test_the_same_inputs_give_the_same_weights_on_any_number_of_workers():
     torch.manual_seed(0)
     policy = VLAPolicy(PolicyConfig(use_language=False, hidden=64, predict_end=False))
     tasks = TaskDistribution.for_skill("catch").sample_many(np.random.default_rng(0), 8)
-    config = RLConfig(episodes_per_update=4, value_warmup=1, minibatch=64, epochs=2, lr=1e-3)
+    config = RLConfig(episodes_per_update=4, value_warmup=1, minibatch=64, epochs=2, lr=1e-3, history=2)
     runs = []
     for workers in (1, 2, 1):
         with LocalBackend(workers=workers, policy_batch=3) as backend:
@@ -72,4 +72,5 @@ def test_the_same_inputs_give_the_same_weights_on_any_number_of_workers():
         assert [u["progress"] for u in record["updates"]] == [u["progress"] for u in runs[0][1]["updates"]]
         for key, value in runs[0][0].items():
             assert torch.equal(value, state[key]), key
+    assert runs[0][0]["residual.net.0.weight"].shape[1] == 64 + 10 + 2 * 15  # features, base, history
     assert policy.residual is None  # the clone itself is left as it was
