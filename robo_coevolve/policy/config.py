@@ -68,8 +68,8 @@ class PolicyConfig:
             not by hand).
         residual_hidden: width of the residual head's hidden layers.
         residual_history: control steps of proprioception before the current one that the
-            residual also reads (0: none): from how the spatula answered recent commands it can
-            tell a sluggish servo from a stiff one, which one observation cannot.
+            residual also reads (0: none): how the spatula answered recent commands, from which
+            a sluggish servo differs from a stiff one.
     """
 
     use_image: bool = False
