@@ -44,3 +44,22 @@ def test_catch_progress_counts_the_pan_touch():
     hit_pan = record(height=0.06, on_blade=1, speed=0.2)
     hit_pan["egg_on_pan"][2] = 1
     assert progress("catch", never_touched_pan) > progress("catch", hit_pan)
+
+
+def test_toss_progress_orders_near_misses():
+    """Caught upside down and still beats caught upside down and sliding, which beats an egg
+    turned over onto the pan, which beats one never turned; a success scores 1."""
+
+    def tossed(**kwargs):
+        rec = record(**kwargs)
+        rec["egg_on_blade"][2:6] = 0  # thrown: in the air for a while
+        return rec
+
+    caught_sliding = tossed(up=-1.0, speed=0.2)
+    onto_pan = tossed(up=-1.0, height=0.0)
+    onto_pan["egg_on_pan"][6:] = 1
+    onto_pan["egg_on_blade"][6:] = 0
+    never_turned = tossed(up=1.0)
+    scores = [progress("toss", r) for r in (tossed(up=-1.0), caught_sliding, onto_pan, never_turned)]
+    assert scores[0] == 1.0
+    assert scores[0] > scores[1] > scores[2] > scores[3] >= 0.0
