@@ -20,7 +20,9 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-SKILLS = ("scoop", "flip", "catch")
+SKILLS = ("scoop", "flip", "catch", "toss")  # append new skills last: the one-hots keep their indices
+# Skills whose egg starts resting on the blade (its offset is from the blade centre, not the pan's).
+BLADE_START_SKILLS = ("flip", "toss")
 # When a push may fire: any time, or only while the egg lies on the pan, on the blade, in the air.
 DISTURBANCE_PHASES = ("any", "pan", "blade", "air")
 MAX_ACTION_LATENCY = 2  # control steps
@@ -41,6 +43,7 @@ INSTRUCTIONS = {
     "scoop": "scoop the fried egg off the pan",
     "flip": "flip the fried egg over",
     "catch": "catch the falling egg on the spatula",
+    "toss": "toss the egg up, turn it over and catch it on the spatula",
 }
 
 # Scene geometry the bounds below are derived from (envs/egg_flip/scene.xml).
@@ -81,6 +84,16 @@ _SKILL_DEFAULTS: dict[str, dict[str, Any]] = {
         spatula_pose_range=(0.01, 0.01, 0.01, 0.0, 0.0),
         horizon=2.0,
     ),
+    # As flip's start: the egg resting on the blade held above the pan. A throw, a turn in the air
+    # and a catch take well under a second; the rest of the horizon shows the egg held still.
+    "toss": dict(
+        egg_offset=(0.0, 0.0),
+        egg_offset_range=0.01,
+        egg_height=0.0,
+        spatula_pose=(0.0, 0.0, 0.08, 0.0, 0.0),
+        spatula_pose_range=(0.02, 0.02, 0.01, 0.0, 0.0),
+        horizon=2.0,
+    ),
 }
 
 
@@ -96,7 +109,7 @@ class TaskSpec:
         skill: one of ``SKILLS``.
         instruction: the language instruction given to the policy ("" means the skill's default).
         egg_offset: (x, y) m of the egg's centre: from the pan centre for scoop and catch, from
-            the blade centre for flip.
+            the blade centre for flip and toss (``BLADE_START_SKILLS``).
         egg_offset_range: m, uniform half-width on each of x and y.
         egg_yaw_range: rad, uniform half-width of the egg's yaw about z.
         egg_height: m above the pan surface at the start (catch: the toss height).
@@ -244,7 +257,7 @@ class TaskSpec:
                     f"TaskSpec.spatula_pose[{i}]={pose} +- {half} leaves the spatula's reach "
                     f"[{lo}, {hi}]: move it inside or shrink spatula_pose_range[{i}]"
                 )
-        if self.skill in ("scoop", "catch"):
+        if self.skill not in BLADE_START_SKILLS:
             # The whole egg must start over the pan surface, whatever the draw.
             reach = math.hypot(*self.egg_offset) + math.sqrt(2) * self.egg_offset_range
             limit = PAN_RADIUS - EGG_RIM_RADIUS * self.egg_size
@@ -259,7 +272,7 @@ class TaskSpec:
             if reach > 0.02:
                 raise TaskSpecError(
                     f"TaskSpec.egg_offset={self.egg_offset} +- {self.egg_offset_range} puts the "
-                    "egg off the blade: for flip keep it within 0.02 m of the blade centre"
+                    f"egg off the blade: for {self.skill} keep it within 0.02 m of the blade centre"
                 )
 
     # ----------------------------------------------------------------- serialisation

@@ -25,6 +25,7 @@ def _specs() -> list[TaskSpec]:
             pan_height=0.5,
             egg_size=1.2,
         ),
+        TaskSpec.for_skill("toss", egg_offset=(-0.003, 0.006), servo_gain=0.8, seed=5),
     ]
 
 
@@ -84,6 +85,13 @@ EXPECTED_DEFAULTS = {
         spatula_pose=(-0.06, 0.0, 0.03, 0.0, 0.0),
         horizon=2.0,
     ),
+    "toss": dict(
+        egg_offset=(0.0, 0.0),
+        egg_offset_range=0.01,
+        egg_height=0.0,
+        spatula_pose=(0.0, 0.0, 0.08, 0.0, 0.0),
+        horizon=2.0,
+    ),
 }
 
 
@@ -98,8 +106,17 @@ def test_for_skill_defaults(skill):
 
 def test_skills_have_distinct_defaults():
     specs = [TaskSpec.for_skill(s) for s in SKILLS]
-    assert len({s.spatula_pose for s in specs}) == len(SKILLS)
+    assert len({(s.spatula_pose, s.horizon) for s in specs}) == len(SKILLS)
     assert len({s.instruction for s in specs}) == len(SKILLS)
+
+
+def test_new_skills_come_last_and_toss_starts_where_flip_does():
+    """One-hots of the older skills keep their indices; a toss starts from a flip's start state."""
+    assert SKILLS[:3] == ("scoop", "flip", "catch") and SKILLS[-1] == "toss"
+    flip, toss = TaskSpec.for_skill("flip"), TaskSpec.for_skill("toss")
+    start = ("egg_offset", "egg_offset_range", "egg_height", "spatula_pose", "spatula_pose_range")
+    assert all(getattr(flip, f) == getattr(toss, f) for f in start)
+    assert toss.horizon < flip.horizon
 
 
 def test_for_skill_overrides_keep_other_defaults():
@@ -159,11 +176,12 @@ def test_bigger_egg_needs_more_room():
         TaskSpec.for_skill("scoop", egg_offset=(0.075, 0.0), egg_offset_range=0.0, egg_size=1.4)
 
 
+@pytest.mark.parametrize("skill", ["flip", "toss"])
 @pytest.mark.parametrize("offset", [(0.03, 0.0), (0.0, -0.025)])
-def test_flip_offset_off_blade(offset):
+def test_offset_off_blade(skill, offset):
     with pytest.raises(TaskSpecError, match=r"TaskSpec\.egg_offset") as err:
-        TaskSpec.for_skill("flip", egg_offset=offset)
-    assert "blade" in str(err.value)
+        TaskSpec.for_skill(skill, egg_offset=offset)
+    assert "blade" in str(err.value) and skill in str(err.value)
 
 
 @pytest.mark.parametrize(

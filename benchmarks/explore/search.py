@@ -75,7 +75,7 @@ def search_figures(skill, seed, budget, n_eval, select, backend, target=None, de
     per_mode = [
         rate(evaluate_params(m, tasks, backend, n_eval, seed=seeds.SEARCH + seed)) for m in result.modes
     ]
-    rolls = [float(primitives.physical(m)["toss_roll"]) for m in result.modes]
+    rolls = [float(primitives.family(skill).physical(m)["toss_roll"]) for m in result.modes]
     unpolished = held_out
     if result.polish is not None and "answer" in result.polish:
         answer = np.asarray(result.polish["answer"])
@@ -116,7 +116,7 @@ def baseline_figures(skill, n, backend) -> dict:
     for temperature in (0.1, 0.3):
         trials = noise_trials(tasks, n, NoiseSpec("pink", temperature), rng)
         out[f"noise T={temperature}"] = rate(backend.run_trials(trials))
-    params = primitives.sample(rng, n)
+    params = primitives.family(skill).sample(rng, n)
     out["random primitives"] = rate(
         backend.run_trials(
             [Trial(t, PrimitivePlan(p)) for t, p in zip(tasks.sample_many(rng, n), params, strict=True)]

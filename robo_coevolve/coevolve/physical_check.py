@@ -5,7 +5,7 @@ off a steep blade, one that sinks into the pan, a model that blows up. ``check_p
 the env with the task (the reset settles resting eggs), checks that nothing penetrates by more
 than ``max_penetration`` and that the state is finite, then holds the spatula still for
 ``hold_time`` s and checks that the egg stays where the skill starts it: resting on the pan for
-scoop, on the blade and off the pan for flip, off the floor for catch.
+scoop, on the blade and off the pan for flip and toss, off the floor for catch.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.scoring.events import step_events
-from robo_coevolve.task_spec import TaskSpec
+from robo_coevolve.task_spec import BLADE_START_SKILLS, TaskSpec
 
 MAX_PENETRATION = 0.002  # m
 
@@ -69,7 +69,7 @@ def check_physics(
                 return PhysicsVerdict(False, "egg fell off while the spatula held still", worst)
             if task.skill == "scoop" and not (last["on_pan"] and last["resting"]):
                 return PhysicsVerdict(False, "egg does not rest on the pan", worst)
-            if task.skill == "flip" and not (last["on_blade"] and not last["on_pan"]):
+            if task.skill in BLADE_START_SKILLS and not (last["on_blade"] and not last["on_pan"]):
                 return PhysicsVerdict(False, "egg does not stay on the blade", worst)
         return PhysicsVerdict(True, "valid", worst)
     finally:

@@ -1,7 +1,8 @@
 """EggFlipEnv: the gymnasium environment of the egg-flip kitchen.
 
 Registered as ``robo_coevolve/EggFlip-v0`` (any skill, ``skill=`` picks it) and as one id per
-skill, ``robo_coevolve/Scoop-v0``, ``Flip-v0``, ``Catch-v0`` (see ``robo_coevolve.register_envs``).
+skill, ``robo_coevolve/Scoop-v0``, ``Flip-v0``, ``Catch-v0``, ``Toss-v0`` (see
+``robo_coevolve.register_envs``).
 
 Actions are absolute spatula targets (x, y, z, pitch, roll), normalised to [-1, 1] over the
 spatula's reach (``pose_to_action`` / ``action_to_pose`` convert from and to m and rad from the pan
@@ -39,12 +40,14 @@ Rewards (``reward_type``, gymnasium-robotics' name):
   the last ``hold_time`` the egg spent lifted on the blade, and resting there; flip: how far the
   egg ever turned over, and how much of the last ``hold_time`` it spent upside down, and
   resting; catch: the blade held the egg before it touched the pan, it has not touched the pan,
-  and the end window as for scoop. A fallen egg cuts Phi to a fifth, a cracked one by its
-  integrity, a diverged simulation to 0: the terms credit each step towards the success
-  predicate as it happens instead of at the end. Phi is 0 at the start and after the last
-  step (the absorbing state), so the shaping of an episode sums to 0 with ``gamma=1`` and an
-  episode's discounted return is its sparse one: the optimal policy and what counts as success
-  are the sparse reward's. ``gamma`` should be the learner's discount.
+  and the end window as for scoop; toss: how far the egg turned over before it touched the pan,
+  the blade alone held it upside down before then, and the end window as for scoop, upside
+  down. A fallen egg cuts Phi to a fifth, a cracked one by its integrity, a diverged simulation
+  to 0: the terms credit each step towards the success predicate as it happens instead of at
+  the end. Phi is 0 at the start and after the last step (the absorbing state), so the shaping
+  of an episode sums to 0 with ``gamma=1`` and an episode's discounted return is its sparse one:
+  the optimal policy and what counts as success are the sparse reward's. ``gamma`` should be the
+  learner's discount.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def _as_slice(index: np.ndarray) -> slice | np.ndarray:
 
 
 class EggFlipEnv(gym.Env):
-    """Scoop, flip and catch a fried egg with a Cartesian spatula.
+    """Scoop, flip, catch and toss a fried egg with a Cartesian spatula.
 
     Args:
         task: the TaskSpec (or its dict); ``reset(options={"task": ...})`` switches task.

@@ -1,7 +1,7 @@
 """Reset distributions: draw a physically settled start state of a TaskSpec's skill.
 
 - scoop: the egg lies on the pan, the blade rests on the pan behind it (-x side);
-- flip: the egg rests on the blade, which is held above the pan;
+- flip and toss: the egg rests on the blade, which is held above the pan;
 - catch: the egg is in flight above the pan (tossed up, spinning), the spatula waits below.
 
 Resting starts are settled by simulating a short while with the spatula holding its pose, so the
@@ -16,9 +16,9 @@ import mujoco
 import numpy as np
 
 from robo_coevolve.env.physics import EggFlipPhysics
-from robo_coevolve.task_spec import TaskSpec
+from robo_coevolve.task_spec import BLADE_START_SKILLS, TaskSpec
 
-SETTLE_TIME = {"scoop": 0.2, "flip": 0.3, "catch": 0.0}  # s
+SETTLE_TIME = {"scoop": 0.2, "flip": 0.3, "catch": 0.0, "toss": 0.3}  # s
 _DROP_GAP = 0.0005  # m: how far above its support a resting egg is placed before settling
 
 
@@ -73,7 +73,7 @@ def sample_initial_state(
     yaw = rng.uniform(-task.egg_yaw_range, task.egg_yaw_range)
     offset = _uniform(rng, task.egg_offset, [task.egg_offset_range] * 2)
 
-    if task.skill == "flip":
+    if task.skill in BLADE_START_SKILLS:
         mujoco.mj_forward(m, d)
         top = physics.blade_top() - (0.0, 0.0, m.body("pan").pos[2])
         # Along the blade's own axes, so a tilted blade still carries the egg at the offset.

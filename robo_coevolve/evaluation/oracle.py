@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from robo_coevolve.explore import primitives
 from robo_coevolve.explore.backend import RolloutBackend
 from robo_coevolve.explore.cem import MixtureCEM
 from robo_coevolve.explore.open_loop import Trial
@@ -46,7 +45,7 @@ def replan(
     rngs = [np.random.default_rng([*np.ravel(seed).tolist(), i]) for i in range(len(tasks))]
     modes = min(len(starts), population // 2)
     cems = [
-        MixtureCEM(primitives.dim(), rng, population, max_modes=modes, init_std=spread, explore_frac=0.0)
+        MixtureCEM(len(starts[0]), rng, population, max_modes=modes, init_std=spread, explore_frac=0.0)
         for rng in rngs
     ]
     for cem in cems:

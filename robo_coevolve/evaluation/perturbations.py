@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from robo_coevolve.task_distribution import TaskDistribution
-from robo_coevolve.task_spec import INSTRUCTIONS, SKILLS, TaskSpec
+from robo_coevolve.task_spec import BLADE_START_SKILLS, INSTRUCTIONS, SKILLS, TaskSpec
 
 SPLITS = ("train", "heldout")
 
@@ -51,6 +51,18 @@ PARAPHRASES: dict[str, dict[str, tuple[str, ...]]] = {
             "get under the falling egg and hold it",
             "stop the egg from landing in the pan",
             "hold the spatula under the dropping egg",
+        ),
+    },
+    "toss": {
+        "train": (
+            INSTRUCTIONS["toss"],
+            "toss the egg and catch it upside down",
+            "throw the egg up and catch it flipped",
+        ),
+        "heldout": (
+            "turn the egg over in mid air and catch it",
+            "send the egg up so it turns over and land it on the spatula",
+            "toss and catch the egg the other side up",
         ),
     },
 }
@@ -167,7 +179,7 @@ def _past_edge(centre, half_width: float, extra: float, rng: np.random.Generator
 
 
 def _start_offset(task: TaskSpec, extra: float, base: TaskSpec, rng) -> TaskSpec:
-    """The spatula's start (x, y) and, where it lies on the pan, the egg's, ``extra`` m past the
+    """The spatula's start (x, y) and, where it starts off the blade, the egg's, ``extra`` m past the
     node's start range (square in x and y), each in its own random direction. (The nodes' egg
     yaw is drawn over the whole turn: no yaw lies past it.)"""
     pose = list(base.spatula_pose)
@@ -175,7 +187,7 @@ def _start_offset(task: TaskSpec, extra: float, base: TaskSpec, rng) -> TaskSpec
     pose[:2] = _past_edge(pose[:2], max(half[:2]), extra, rng)
     half[:2] = (0.0, 0.0)
     changes: dict[str, Any] = {"spatula_pose": pose, "spatula_pose_range": half}
-    if task.skill != "flip":  # a flip's egg must stay on the blade
+    if task.skill not in BLADE_START_SKILLS:  # an egg that starts on the blade must stay on it
         changes["egg_offset"] = _past_edge(base.egg_offset, base.egg_offset_range, extra, rng)
         changes["egg_offset_range"] = 0.0
     return task.replace(**changes)
@@ -186,9 +198,15 @@ def _paraphrase(task: TaskSpec, index: int, base: TaskSpec, rng) -> TaskSpec:
     return task.replace(instruction=_instruction(task.skill, split, index))
 
 
+# Skills whose success is also a success of the key skill: a caught toss lies upside down and at
+# rest, which is a flip, so a toss instruction on a flip task is no wrong instruction.
+_ALSO_SUCCEEDS = {"flip": ("toss",)}
+
+
 def _wrong_skill(task: TaskSpec, index: int, base: TaskSpec, rng) -> TaskSpec:
-    """Another skill's instruction (that skill drawn from ``rng``) on this skill's task."""
-    others = [s for s in SKILLS if s != task.skill]
+    """Another skill's instruction (that skill drawn from ``rng``) on this skill's task; never a
+    skill whose success would count as this one's (``_ALSO_SUCCEEDS``)."""
+    others = [s for s in SKILLS if s != task.skill and s not in _ALSO_SUCCEEDS.get(task.skill, ())]
     other = others[int(rng.integers(len(others)))]
     split = "train" if index < len(PARAPHRASES[other]["train"]) else "heldout"
     return task.replace(instruction=_instruction(other, split, index))
@@ -239,7 +257,7 @@ FAMILIES: tuple[Family, ...] = (
         _PUSH_TRAIN,
         _PUSH_HELDOUT,
         _push("air"),
-        skills=("flip", "catch"),
+        skills=("flip", "catch", "toss"),
     ),
     Family(
         "egg mass",
@@ -301,7 +319,7 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "start offset",
-        "the spatula's (and, but for flip, the egg's) start this far past the node's start range",
+        "the spatula's (and, but for flip and toss, the egg's) start this far past the node's start range",
         "m",
         Span(((0.0, 0.01),)),
         Span(((0.015, 0.03),)),

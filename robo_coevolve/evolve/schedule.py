@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robo_coevolve.explore import primitives
 from robo_coevolve.explore.noise import KINDS, NoiseSpec
 
 
@@ -117,5 +116,5 @@ class ExploreSchedule:
             raise ValueError("primitive trials need the modes of an earlier search")
         which = np.arange(n) % len(modes) if which is None else np.asarray(which, int)
         centres = np.asarray(modes, np.float64)[which]
-        jitter = rng.normal(0.0, self.primitive_jitter, size=(n, primitives.dim()))
+        jitter = rng.normal(0.0, self.primitive_jitter, size=centres.shape)
         return np.clip(centres + jitter, 0.0, 1.0)

@@ -29,13 +29,14 @@ class Plan(Protocol):
 
 @dataclass(frozen=True, eq=False)
 class PrimitivePlan:
-    """A motion primitive with unit-cube parameters ``params`` (see ``explore.primitives``)."""
+    """A motion primitive with unit-cube parameters ``params`` in the family of the task's skill
+    (``explore.primitives.family``)."""
 
     params: np.ndarray
 
     def actions(self, obs: dict, env: EggFlipEnv) -> np.ndarray:
-        targets = primitives.motion(self.params, obs).targets(env.control_dt, env.horizon_steps)
-        return env.pose_to_action(targets)
+        motion = primitives.family(env.task.skill).motion(self.params, obs)
+        return env.pose_to_action(motion.targets(env.control_dt, env.horizon_steps))
 
     def describe(self) -> dict[str, Any]:
         return {"plan": "primitive", "params": np.asarray(self.params, np.float64).tolist()}

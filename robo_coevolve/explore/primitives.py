@@ -1,7 +1,7 @@
-"""Motion primitives: one parametric family of spatula motions for every skill.
+"""Motion primitives: parametric families of spatula motions, one family per kind of skill.
 
-A primitive is a keyframe spline (``motion.keyframes.KeyframeMotion``) through six phases, each
-shaped by named parameters:
+The **base** family (scoop, flip, catch) is a keyframe spline (``motion.keyframes.KeyframeMotion``)
+through six phases, each shaped by named parameters:
 
 1. **approach**: from the start pose to a pre-pose near the *anchor* (where the egg is), with an
    approach offset, height and blade pitch, in ``approach_time`` s;
@@ -18,12 +18,30 @@ The anchor is the egg's position in the first observation or, for an egg in flig
 its ballistic path comes down through ``meet_height`` m: the explorer reads the egg's state the
 way a perception system would, and nothing else about the simulator.
 
-Parameters live in the unit cube (``dim`` values in [0, 1]) for samplers and CEM; ``physical``
-maps them to SI through each parameter's range, ``motion`` builds the spline.
+The **throw** family (toss) throws the egg from the blade and catches it, in five phases:
+
+1. **wait** ``wait_time`` s at the start pose;
+2. **throw**: move the blade ``throw_rise`` m up (and ``throw_dx``, ``throw_dy``) while pitching it
+   to ``throw_pitch`` and rolling it to ``toss_roll``, in ``throw_time`` s: a fast, short move
+   launches the egg, the roll sets it spinning;
+3. **fall**: bring the blade level to the catch pose, ``catch_dx``, ``catch_dy`` from where the
+   egg started and ``catch_dz`` from the start height, in ``fall_time`` s;
+4. **wait** ``catch_wait`` s for the egg;
+5. **give** way ``give`` m in ``give_time`` s as it lands, and hold.
+
+The base family can throw only at the edge of its ranges (a lift at its shortest and highest), and
+keeps the blade where the toss ended: from zero demonstrations its search found no toss in 3,000
+trials (docs/design.md).
+
+Parameters live in the unit cube (``Family.dim`` values in [0, 1]) for samplers and CEM;
+``Family.physical`` maps them to SI through each parameter's range, ``Family.motion`` builds the
+spline. ``family(skill)`` is the family a skill is searched in; the module-level ``dim``,
+``physical``, ``unit``, ``motion`` and ``sample`` are the base family's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,38 +79,32 @@ PARAMETERS = (
     Parameter("retreat_dx", -0.15, 0.05, "m", "x move while settling"),
     Parameter("meet_height", 0.04, 0.12, "m", "height where an egg in flight is met"),
 )
-NAMES = tuple(p.name for p in PARAMETERS)
-_LOW = np.array([p.low for p in PARAMETERS])
-_HIGH = np.array([p.high for p in PARAMETERS])
+THROW_PARAMETERS = (
+    Parameter("wait_time", 0.05, 0.5, "s", "time at the start pose before the throw"),
+    Parameter("throw_time", 0.03, 0.3, "s", "duration of the throw"),
+    Parameter("throw_rise", 0.0, 0.15, "m", "rise during the throw"),
+    Parameter("throw_dx", -0.03, 0.03, "m", "x move during the throw"),
+    Parameter("throw_dy", -0.03, 0.03, "m", "y move during the throw"),
+    Parameter("throw_pitch", -0.4, 0.4, "rad", "blade pitch at the end of the throw"),
+    Parameter("toss_roll", -1.5, 1.5, "rad", "wrist roll at the end of the throw"),
+    Parameter("fall_time", 0.05, 0.4, "s", "time from the throw to the level catch pose"),
+    Parameter("catch_dx", -0.04, 0.04, "m", "catch pose x from the egg's start"),
+    Parameter("catch_dy", -0.04, 0.04, "m", "catch pose y from the egg's start"),
+    Parameter("catch_dz", -0.04, 0.12, "m", "catch pose height from the start height"),
+    Parameter("catch_wait", 0.0, 0.3, "s", "time at the catch pose before giving way"),
+    Parameter("give", 0.0, 0.06, "m", "how far the blade gives way under the landing egg"),
+    Parameter("give_time", 0.05, 0.4, "s", "duration of the give"),
+)
 
 
-def dim() -> int:
-    return len(PARAMETERS)
-
-
-def physical(u: np.ndarray) -> dict[str, float]:
-    """Unit-cube parameters (dim,) -> named SI values."""
-    u = np.asarray(u, dtype=np.float64)
-    if u.shape != (len(PARAMETERS),):
-        raise ValueError(f"primitive parameters need shape ({len(PARAMETERS)},), got {u.shape}")
-    values = _LOW + np.clip(u, 0.0, 1.0) * (_HIGH - _LOW)
-    return dict(zip(NAMES, values.tolist(), strict=True))
-
-
-def unit(values: dict[str, float]) -> np.ndarray:
-    """Named SI values -> unit-cube parameters (missing names take the middle of their range)."""
-    unknown = sorted(set(values) - set(NAMES))
-    if unknown:
-        raise ValueError(f"unknown primitive parameter(s) {unknown}: known are {list(NAMES)}")
-    u = np.full(len(PARAMETERS), 0.5)
-    for i, name in enumerate(NAMES):
-        if name in values:
-            u[i] = (values[name] - _LOW[i]) / (_HIGH[i] - _LOW[i])
-    return u
+def _start_and_egg(obs: dict) -> tuple[np.ndarray, np.ndarray]:
+    if "egg" not in obs:
+        raise ValueError("motion primitives are anchored at the egg: make the env with privileged=True")
+    return np.asarray(obs["proprio"][:5], np.float64), np.asarray(obs["egg"], np.float64)
 
 
 def anchor(egg_state: np.ndarray, meet_height: float) -> np.ndarray:
-    """Where the primitive aims: the egg's position, or for an egg in flight the point where its
+    """Where the base family aims: the egg's position, or for an egg in flight the point where its
     ballistic path descends through ``meet_height`` (its apex if it never gets that high)."""
     p, v = np.asarray(egg_state[:3], np.float64), np.asarray(egg_state[7:10], np.float64)
     if np.linalg.norm(v) < IN_FLIGHT_SPEED:
@@ -102,14 +114,8 @@ def anchor(egg_state: np.ndarray, meet_height: float) -> np.ndarray:
     return np.array([p[0] + v[0] * t, p[1] + v[1] * t, p[2] + v[2] * t - 0.5 * GRAVITY * t * t])
 
 
-def motion(u: np.ndarray, obs: dict) -> KeyframeMotion:
-    """The primitive of unit-cube parameters ``u`` for an episode whose first observation is ``obs``
-    (needs ``proprio`` and the privileged ``egg`` state)."""
-    if "egg" not in obs:
-        raise ValueError("motion primitives are anchored at the egg: make the env with privileged=True")
-    q = physical(u)
-    start = np.asarray(obs["proprio"][:5], np.float64)
-    ax, ay, az = anchor(obs["egg"], q["meet_height"])
+def _base_motion(q: dict[str, float], start: np.ndarray, egg: np.ndarray) -> KeyframeMotion:
+    ax, ay, az = anchor(egg, q["meet_height"])
     pre = [ax + q["approach_dx"], ay + q["approach_dy"], az + q["approach_dz"], q["approach_pitch"], 0.0]
     pushed = [pre[0] + q["push_distance"], pre[1], pre[2], q["approach_pitch"], 0.0]
     lifted = [pushed[0], pre[1], pushed[2] + q["lift_height"], q["lift_pitch"], 0.0]
@@ -121,6 +127,100 @@ def motion(u: np.ndarray, obs: dict) -> KeyframeMotion:
     return KeyframeMotion(times, [start, pre, pushed, lifted, tossed, level, settled])
 
 
+def _throw_motion(q: dict[str, float], start: np.ndarray, egg: np.ndarray) -> KeyframeMotion:
+    x, y, z = start[:3]
+    thrown = [x + q["throw_dx"], y + q["throw_dy"], z + q["throw_rise"], q["throw_pitch"], q["toss_roll"]]
+    caught = [egg[0] + q["catch_dx"], egg[1] + q["catch_dy"], z + q["catch_dz"], 0.0, 0.0]
+    given = [caught[0], caught[1], caught[2] - q["give"], 0.0, 0.0]
+    durations = [q["wait_time"], q["throw_time"], q["fall_time"], q["catch_wait"] + 0.01, q["give_time"]]
+    times = np.concatenate([[0.0], np.cumsum(durations)])
+    return KeyframeMotion(times, [start, start, thrown, caught, caught, given])
+
+
+@dataclass(frozen=True)
+class Family:
+    """A primitive family: its named parameters (each a range) and how a parameter set and the
+    episode's start pose and egg state make a motion."""
+
+    name: str
+    parameters: tuple[Parameter, ...]
+    build: Callable[[dict[str, float], np.ndarray, np.ndarray], KeyframeMotion]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.parameters)
+
+    def dim(self) -> int:
+        return len(self.parameters)
+
+    def physical(self, u: np.ndarray) -> dict[str, float]:
+        """Unit-cube parameters (dim,) -> named SI values."""
+        u = np.asarray(u, dtype=np.float64)
+        if u.shape != (self.dim(),):
+            raise ValueError(f"{self.name} primitive parameters need shape ({self.dim()},), got {u.shape}")
+        low = np.array([p.low for p in self.parameters])
+        high = np.array([p.high for p in self.parameters])
+        values = low + np.clip(u, 0.0, 1.0) * (high - low)
+        return dict(zip(self.names, values.tolist(), strict=True))
+
+    def unit(self, values: dict[str, float]) -> np.ndarray:
+        """Named SI values -> unit-cube parameters (missing names take the middle of their range)."""
+        unknown = sorted(set(values) - set(self.names))
+        if unknown:
+            raise ValueError(
+                f"unknown primitive parameter(s) {unknown} of the {self.name} family: known are "
+                f"{list(self.names)}"
+            )
+        u = np.full(self.dim(), 0.5)
+        for i, p in enumerate(self.parameters):
+            if p.name in values:
+                u[i] = (values[p.name] - p.low) / (p.high - p.low)
+        return u
+
+    def motion(self, u: np.ndarray, obs: dict) -> KeyframeMotion:
+        """The primitive of unit-cube parameters ``u`` for an episode whose first observation is
+        ``obs`` (needs ``proprio`` and the privileged ``egg`` state)."""
+        start, egg = _start_and_egg(obs)
+        return self.build(self.physical(u), start, egg)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """(n, dim) parameters drawn uniformly from the unit cube: the broad prior."""
+        return rng.uniform(0.0, 1.0, size=(n, self.dim()))
+
+
+BASE = Family("base", PARAMETERS, _base_motion)
+THROW = Family("throw", THROW_PARAMETERS, _throw_motion)
+FAMILIES = {f.name: f for f in (BASE, THROW)}
+_SKILL_FAMILY = {"toss": THROW}  # every other skill: BASE
+
+
+def family(skill: str) -> Family:
+    """The family ``skill`` is searched in."""
+    return _SKILL_FAMILY.get(skill, BASE)
+
+
+NAMES = BASE.names
+
+
+def dim() -> int:
+    return BASE.dim()
+
+
+def physical(u: np.ndarray) -> dict[str, float]:
+    """Unit-cube parameters (dim,) -> named SI values, in the base family."""
+    return BASE.physical(u)
+
+
+def unit(values: dict[str, float]) -> np.ndarray:
+    """Named SI values -> unit-cube parameters, in the base family."""
+    return BASE.unit(values)
+
+
+def motion(u: np.ndarray, obs: dict) -> KeyframeMotion:
+    """The base family's primitive of ``u`` for the episode that starts with ``obs``."""
+    return BASE.motion(u, obs)
+
+
 def sample(rng: np.random.Generator, n: int) -> np.ndarray:
-    """(n, dim) parameters drawn uniformly from the unit cube: the broad prior."""
-    return rng.uniform(0.0, 1.0, size=(n, len(PARAMETERS)))
+    """(n, dim) base-family parameters drawn uniformly from the unit cube: the broad prior."""
+    return BASE.sample(rng, n)

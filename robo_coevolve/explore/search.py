@@ -254,7 +254,10 @@ class PrimitiveSearch:
     def _new_cem(self) -> MixtureCEM:
         population, cem = self._cem_args
         return MixtureCEM(
-            primitives.dim(), np.random.default_rng(self.rng.integers(2**63)), population, **cem
+            primitives.family(self.tasks.skill).dim(),
+            np.random.default_rng(self.rng.integers(2**63)),
+            population,
+            **cem,
         )
 
     def run(
@@ -325,7 +328,7 @@ class PrimitiveSearch:
             result.polish = {"skipped": f"the answer succeeds {100 * known:.0f}% >= below"}
             return
         cem = MixtureCEM(
-            primitives.dim(),
+            len(answer),
             np.random.default_rng(self.rng.integers(2**63)),
             polish.population,
             elite_frac=polish.elite_frac,

@@ -97,4 +97,40 @@ def catch(
     )
 
 
-MOTIONS = {"scoop": scoop, "flip": flip, "catch": catch}
+def toss(
+    obs: dict,
+    direction: int = 1,
+    rise: float = 0.09,
+    throw_time: float = 0.07,
+    roll: float = 0.55,
+    pitch: float = -0.15,
+    fall_time: float = 0.125,
+    wait: float = 0.09,
+    give: float = 0.025,
+    give_time: float = 0.19,
+) -> KeyframeMotion:
+    """Jerk the blade up ``rise`` m in ``throw_time`` s while rolling it ``roll`` rad (``direction``
+    +1 or -1) and pitching it ``pitch`` rad, so the egg leaves it spinning; bring the blade level
+    back to its start pose in ``fall_time`` s, under the turning egg, and give way ``give`` m in
+    ``give_time`` s as it lands upside down. The numbers come from a CEM over this keyframe shape
+    on shared start states, rounded; the loop never sees them."""
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 or -1, got {direction}")
+    start, _ = _split(obs)
+    x, y, z = start[:3]
+    t0 = 0.1
+    caught = t0 + throw_time + fall_time
+    return KeyframeMotion(
+        [0.0, t0, t0 + throw_time, caught, caught + wait, caught + wait + give_time],
+        [
+            start,
+            start,
+            [x, y, z + rise, pitch, direction * roll],
+            [x, y, z, 0.0, 0.0],
+            [x, y, z, 0.0, 0.0],
+            [x, y, z - give, 0.0, 0.0],
+        ],
+    )
+
+
+MOTIONS = {"scoop": scoop, "flip": flip, "catch": catch, "toss": toss}

@@ -6,7 +6,7 @@
   would count as a success (``scoring.success.success_over_time``);
 - the **attempt start**: the first step of the last stretch, before the success, during which the
   egg sat in the skill's starting situation (scoop: resting on the pan, untouched by the blade;
-  flip: resting upright on the blade; catch: in the air). That stretch holds the approach of the
+  flip and toss: resting upright on the blade; catch: in the air). That stretch holds the approach of the
   attempt that worked; everything before it is an earlier attempt that failed (a dropped scoop,
   a flip that fell back) and is pruned. A trial with no earlier attempt keeps its start: a policy
   cloned from the segment must be able to begin where an episode begins;
@@ -35,7 +35,7 @@ def attempt_start_condition(skill: str, ev: dict[str, np.ndarray]) -> np.ndarray
     """(T,) bool: the egg is back where an attempt of ``skill`` starts from."""
     if skill == "scoop":
         return ev["on_pan"] & ~ev["on_blade"] & ev["resting"]
-    if skill == "flip":
+    if skill in ("flip", "toss"):
         return ev["blade_only"] & (ev["up_z"] > 0.7) & ev["resting"]
     if skill == "catch":
         return ev["in_air"]

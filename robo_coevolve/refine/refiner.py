@@ -10,8 +10,9 @@ Per batch of trials (top to bottom):
    that worked from its start (its approach included) to just after the success settles;
 4. **efficiency**: window length and blade path length at most ``efficiency_ratio`` times the
    batch's median (drops wandering solutions);
-5. **smoothing** (Savitzky-Golay on the window's actions) and **replay** from the window's start
-   state: a segment whose smoothed motion no longer succeeds is dropped;
+5. **smoothing** (Savitzky-Golay on the window's actions, at most ``SKILL_SMOOTH_WINDOW`` steps
+   wide for the skills listed there) and **replay** from the window's start state: a segment
+   whose smoothed motion no longer succeeds is dropped;
 6. **novelty gate** against the library's features (``novelty.NoveltyGate``).
 
 ``RefineReport`` counts what each stage let through and the jerk before and after smoothing.
@@ -63,6 +64,12 @@ class RefineReport:
         }
 
 
+# The widest smoothing window (control steps) of a skill whose motion a wider one would blunt. A
+# toss's throw lasts 4-5 control steps: smoothed over 9, 5 of 60 of a search answer's successful
+# demonstrations still tossed on replay; over 7, 56; over 5, all 60.
+SKILL_SMOOTH_WINDOW = {"toss": 5}
+
+
 class Refiner:
     """Turns trials into library segments; see the module docstring.
 
@@ -78,7 +85,8 @@ class Refiner:
             still: the policy learns to stop once the skill is done, from motions that were
             proved to allow it, instead of copying whatever the source trial did next.
         smooth: smooth the actions (False keeps the source actions; they are still replayed).
-        smooth_window, smooth_polyorder: Savitzky-Golay settings (control steps, degree).
+        smooth_window, smooth_polyorder: Savitzky-Golay settings (control steps, degree); a skill
+            in ``SKILL_SMOOTH_WINDOW`` is smoothed over at most its window there.
         novelty: a NoveltyGate or its arguments.
     """
 
@@ -168,7 +176,8 @@ class Refiner:
             env = self._env(traj)
             states = states_along(traj, env)
             raw = traj.actions[start:stop]
-            actions = smooth_actions(raw, self.smooth_window, self.smooth_polyorder) if self.smooth else raw
+            window = min(self.smooth_window, SKILL_SMOOTH_WINDOW.get(traj.task.skill, self.smooth_window))
+            actions = smooth_actions(raw, window, self.smooth_polyorder) if self.smooth else raw
             held = 0
             if self.hold_to_end:
                 held = max(int(round(traj.task.horizon * traj.control_hz)) - stop, 0)
@@ -178,7 +187,7 @@ class Refiner:
                 "source": {"seed": traj.seed, "start": start, "stop": stop, **traj.meta},
                 "smoothing": {
                     "method": "savgol" if self.smooth else "none",
-                    "window": self.smooth_window,
+                    "window": window,
                     "polyorder": self.smooth_polyorder,
                 },
                 "path_length": path,

@@ -122,9 +122,9 @@ def row_events(row: np.ndarray, columns: dict[str, int], thresholds: Thresholds)
     plain Python: a live step's events without the per-call cost of numpy on a record of one row.
 
     ``columns`` maps each sensor name to its first column in the row (``EggFlipPhysics.sensor_slices``
-    starts). Keys: ``height``, ``on_blade``, ``on_pan``, ``on_floor``, ``blade_only``, ``lifted``,
-    ``up_z``, ``upside_down``, ``resting``, ``force`` and ``finite``, defined as in ``step_events``;
-    on a non-finite row only ``finite`` and ``force`` are meaningful.
+    starts). Keys: ``height``, ``on_blade``, ``on_pan``, ``on_floor``, ``blade_only``, ``in_air``,
+    ``lifted``, ``up_z``, ``upside_down``, ``resting``, ``force`` and ``finite``, defined as in
+    ``step_events``; on a non-finite row only ``finite`` and ``force`` are meaningful.
     """
     r = row.tolist()
     finite = all(map(math.isfinite, r))
@@ -147,6 +147,7 @@ def row_events(row: np.ndarray, columns: dict[str, int], thresholds: Thresholds)
         "on_pan": on_pan,
         "on_floor": on_floor,
         "blade_only": on_blade and not (on_pan or on_floor or on_burner),
+        "in_air": not (on_blade or on_pan or on_floor or on_burner),
         "lifted": height > thresholds.lift_height,
         "up_z": up_z,
         "upside_down": up_z < thresholds.upside_down_z,

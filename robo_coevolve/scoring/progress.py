@@ -43,7 +43,12 @@ def margin(ev: Events, hold_steps: int, thresholds: Thresholds) -> float:
 
 
 # Weight of each progress term, per skill, in the order ``_terms`` and ``ProgressTracker`` give them.
-WEIGHTS = {"scoop": (0.2, 0.2, 0.3, 0.3), "flip": (0.3, 0.4, 0.3), "catch": (0.2, 0.2, 0.3, 0.3)}
+WEIGHTS = {
+    "scoop": (0.2, 0.2, 0.3, 0.3),
+    "flip": (0.3, 0.4, 0.3),
+    "catch": (0.2, 0.2, 0.3, 0.3),
+    "toss": (0.2, 0.2, 0.3, 0.3),
+}
 
 
 def _combine(
@@ -72,7 +77,11 @@ def progress(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) ->
     lifted it (full at twice ``lift_height``), and the end window's fraction of steps where the egg
     is lifted on the blade alone, and also resting; flip: how far the egg ever turned over, and the
     end window's fraction upside down, and also resting; catch: the blade held the egg before it
-    ever touched the pan, it never touched the pan, and the end window as for scoop.
+    ever touched the pan, it never touched the pan, and the end window as for scoop; toss: the
+    blade alone held the egg after it had been in the air (a catch) before it ever touched the
+    pan, how far turned over it ever was in such a catch, and the end window's fraction of steps
+    where it is upside down and lifted on the blade alone, and also resting. (Turning the egg over
+    is not credited by itself: the search would find flips onto the pan, not throws.)
     """
     if skill not in WEIGHTS:
         raise ValueError(f"no progress measure for skill {skill!r}")
@@ -96,12 +105,23 @@ def progress(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) ->
     else:
         touched_pan = np.flatnonzero(ev["on_pan"])
         before = slice(0, touched_pan[0] if len(touched_pan) else len(held))
-        terms = (
-            float(held[before].any()),
-            float(not len(touched_pan)),
-            _end(lifted_on_blade, hold_steps),
-            _end(lifted_on_blade & ev["resting"], hold_steps),
-        )
+        if skill == "catch":
+            terms = (
+                float(held[before].any()),
+                float(not len(touched_pan)),
+                _end(lifted_on_blade, hold_steps),
+                _end(lifted_on_blade & ev["resting"], hold_steps),
+            )
+        else:  # toss
+            caught = (held & np.logical_or.accumulate(ev["in_air"]))[before]
+            turned = (1.0 - ev["up_z"][before][caught]) / 2
+            upside_down = lifted_on_blade & ev["upside_down"]
+            terms = (
+                float(caught.any()),
+                float(turned.max(initial=0.0)),
+                _end(upside_down, hold_steps),
+                _end(upside_down & ev["resting"], hold_steps),
+            )
     integrity = float(ev["integrity"][-1]) if len(ev["integrity"]) else 1.0
     return _combine(skill, terms, bool(ev["finite"].all()), bool(ev["on_floor"].any()), integrity, thresholds)
 
@@ -138,9 +158,14 @@ class ProgressTracker:
 
     def reset(self) -> None:
         """Forget the episode: the next ``update`` is its first step."""
-        self._held = False  # scoop: the blade alone ever held the egg; catch: before any pan touch
+        # scoop: the blade alone ever held the egg; catch: before any pan touch; toss: after the egg
+        # was in the air, before any pan touch
+        self._held = False
         self._touched_pan = False
-        self._highest = 0.0  # scoop: highest egg on the blade alone; flip: most turned over
+        self._flew = False  # toss: the egg has been in the air
+        # scoop: highest egg on the blade alone; flip: most turned over; toss: most turned over
+        # while held as for ``_held``
+        self._highest = 0.0
         self._window = _Window(self.hold_steps)
         self._window_resting = _Window(self.hold_steps)
         self._finite = True
@@ -162,6 +187,14 @@ class ProgressTracker:
         if self.skill == "flip":
             self._highest = max(self._highest, (1.0 - ev["up_z"]) / 2)
             flag = ev["upside_down"]
+        elif self.skill == "toss":
+            self._flew = self._flew or ev["in_air"]
+            if ev["on_pan"]:
+                self._touched_pan = True
+            elif not self._touched_pan and held and self._flew:
+                self._held = True
+                self._highest = max(self._highest, (1.0 - ev["up_z"]) / 2)
+            flag = held and ev["lifted"] and ev["upside_down"]
         else:
             flag = held and ev["lifted"]
             if self.skill == "scoop":
@@ -177,6 +210,8 @@ class ProgressTracker:
             terms = (float(self._held), min(1.0, self._highest / (2 * th.lift_height)), end, end_resting)
         elif self.skill == "flip":
             terms = (self._highest, end, end_resting)
+        elif self.skill == "toss":
+            terms = (float(self._held), self._highest, end, end_resting)
         else:
             terms = (float(self._held), float(not self._touched_pan), end, end_resting)
         return _combine(self.skill, terms, self._finite, self._fell, self._integrity, th)

@@ -13,6 +13,9 @@ never touched the floor, and its integrity stayed at or above ``min_integrity``.
 - **flip**: at the end the egg is upside down and resting (on the pan or on the blade).
 - **catch**: the egg never touched the pan; at the end it is supported by the blade alone, above
   ``lift_height``, and resting on it.
+- **toss**: the egg never touched the pan and was in the air (touching nothing) at some step: it
+  was thrown, not pushed over; at the end it is upside down, supported by the blade alone, above
+  ``lift_height``, and resting on it.
 """
 
 from __future__ import annotations
@@ -66,10 +69,27 @@ def catch(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
     return True, "success"
 
 
+def toss(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
+    if ev["on_pan"].any():
+        return False, "egg touched the pan"
+    if not ev["in_air"].any():
+        return False, "egg never left the blade"
+    if not ev["upside_down"][end].all():
+        return False, "egg not upside down at the end"
+    if not ev["blade_only"][end].all():
+        return False, "egg not held by the blade alone at the end"
+    if not ev["lifted"][end].all():
+        return False, f"egg not held {thresholds.lift_height} m above the pan"
+    if not ev["resting"][end].all():
+        return False, "egg still moving on the blade at the end"
+    return True, "success"
+
+
 PREDICATES: dict[str, Callable[[Events, slice, Thresholds], tuple[bool, str]]] = {
     "scoop": scoop,
     "flip": flip,
     "catch": catch,
+    "toss": toss,
 }
 
 
@@ -82,6 +102,9 @@ def _condition(skill: str, ev: Events) -> np.ndarray:
         return ev["upside_down"] & ev["resting"]
     if skill == "catch":
         return settled & ~np.maximum.accumulate(ev["on_pan"])
+    if skill == "toss":
+        thrown = np.maximum.accumulate(ev["in_air"]) & ~np.maximum.accumulate(ev["on_pan"])
+        return settled & ev["upside_down"] & thrown
     raise ValueError(f"no success predicate for skill {skill!r}: known are {sorted(PREDICATES)}")
 
 

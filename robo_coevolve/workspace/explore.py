@@ -203,9 +203,11 @@ class ExploreWorkspace:
             "held_out_success": _rate(held_out),
             "held_out_tasks": len(held_out),
             "noise_baseline": noise_rate,
-            "modes": [primitives.physical(m) for m in result.modes],
+            "modes": [primitives.family(skill).physical(m) for m in result.modes],
             "mode_selection_success": result.selection,
-            "best_params": None if result.best_params is None else primitives.physical(result.best_params),
+            "best_params": (
+                None if result.best_params is None else primitives.family(skill).physical(result.best_params)
+            ),
             "refine": None if report is None else report.summary(),
             "library_segments": None if library is None else library.count(skill),
         }

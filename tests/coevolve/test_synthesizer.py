@@ -19,6 +19,7 @@ from robo_coevolve.task_spec import TaskSpec, TaskSpecError
 def test_the_physics_check_passes_default_starts_and_rejects_an_egg_that_will_not_stay():
     assert check_physics(TaskSpec.for_skill("scoop")).valid
     assert check_physics(TaskSpec.for_skill("flip")).valid
+    assert check_physics(TaskSpec.for_skill("toss")).valid
     steep = check_physics(TaskSpec.for_skill("flip", spatula_pose=(0.0, 0.0, 0.08, 0.8, 0.0)))
     assert not steep.valid and "fell" in steep.reason
 

@@ -15,7 +15,7 @@ from hypothesis.extra.numpy import arrays
 from robo_coevolve import SKILLS, TaskSpec
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.env.physics import EggFlipPhysics
-from robo_coevolve.task_spec import EGG_RIM_RADIUS, PAN_RADIUS, SPATULA_HIGH, SPATULA_LOW
+from robo_coevolve.task_spec import BLADE_START_SKILLS, EGG_RIM_RADIUS, PAN_RADIUS, SPATULA_HIGH, SPATULA_LOW
 
 CONTROL_STEPS = 60  # per example: 1.2 s at 50 Hz, long enough for a flung egg to land again
 
@@ -40,7 +40,7 @@ def task_specs(draw) -> TaskSpec:
         disturbance_duration=draw(_between(0.0, 1.0)),
         seed=draw(st.integers(0, 2**31 - 1)),
     )
-    if skill == "flip":
+    if skill in BLADE_START_SKILLS:
         # Anywhere in the spatula's reach: the egg starts on the blade whatever its pose.
         reach = zip(SPATULA_LOW, SPATULA_HIGH, strict=True)
         fields["spatula_pose"] = tuple(draw(_between(lo, hi)) for lo, hi in reach)

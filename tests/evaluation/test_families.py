@@ -82,6 +82,26 @@ def test_start_offsets_lie_past_the_nodes_range(skill):
             assert t.egg_offset_range == 0 and t.spatula_pose_range[:2] == (0.0, 0.0)
 
 
+@pytest.mark.parametrize("skill", ["flip", "toss"])
+def test_start_offsets_move_the_blade_with_the_egg_on_it(skill):
+    """An egg that starts on the blade keeps its offset from the blade; the blade's start moves."""
+    dist = TaskDistribution.for_skill(skill)
+    for t in family("start offset").tasks(dist, np.random.default_rng(1), 20, split="heldout"):
+        assert t.egg_offset == dist.base.egg_offset and t.egg_offset_range == dist.base.egg_offset_range
+        assert t.spatula_pose[:2] != dist.base.spatula_pose[:2]
+
+
+def test_a_toss_instruction_is_no_wrong_skill_for_a_flip():
+    """A caught toss is also a flip (upside down, at rest): the wrong-skill family never asks a
+    flip task for one, and asks a toss task for each of the other skills."""
+    flip = family("wrong skill").tasks(TaskDistribution.for_skill("flip"), np.random.default_rng(4), 60)
+    every_toss = set(PARAPHRASES["toss"]["train"] + PARAPHRASES["toss"]["heldout"])
+    assert not {t.instruction for t in flip} & every_toss
+    toss = family("wrong skill").tasks(TaskDistribution.for_skill("toss"), np.random.default_rng(4), 60)
+    asked = {s for t in toss for s in SKILLS if t.instruction in PARAPHRASES[s]["heldout"]}
+    assert asked == {"scoop", "flip", "catch"}
+
+
 def test_instructions_of_each_split_are_disjoint_and_held_out_ones_are_new():
     every_train = {p for s in SKILLS for p in PARAPHRASES[s]["train"]}
     for skill in SKILLS:

@@ -87,7 +87,7 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
     assert rows[1]["library"]["scoop"] == rows[0]["library"]["scoop"] > 0 and rows[1]["library"]["flip"] > 0
     summary = json.loads((d / "summary.json").read_text())
     assert summary["stopped"] == "iterations" and summary["iterations"] == 2
-    assert summary["status"] == {"scoop": "mastered", "flip": "mastered", "catch": "active"}
+    assert summary["status"] == {"scoop": "mastered", "flip": "mastered", "catch": "active", "toss": "active"}
     assert summary["library_digest"] == SkillLibrary(d / "library").digest()
     state = json.loads((d / "state.json").read_text())
     assert state["iteration"] == 2 and state["checkpoint"] == "checkpoints/iter_0002"
@@ -164,7 +164,7 @@ def test_scripts_show_evaluate_plot_and_render_a_run(uninterrupted, tmp_path):
     assert f"library digest: {SkillLibrary(uninterrupted / 'library').digest()}" in status
     cli("tree", "evaluate", d, "--tasks", "4")
     evaluation = json.loads((uninterrupted / "evaluation.json").read_text())
-    assert set(evaluation["nodes"]) == {"scoop", "flip", "catch"}
+    assert set(evaluation["nodes"]) == {"scoop", "flip", "catch", "toss"}
     assert all(e["n"] == 4 for e in evaluation["nodes"].values())
     cli("plot", d, "--out", str(tmp_path))
     assert (tmp_path / "progress.png").stat().st_size > 1000 and (tmp_path / "skill_tree.png").is_file()

@@ -21,7 +21,7 @@ def sim():
     s.close()
 
 
-@pytest.mark.parametrize("skill", ["scoop", "flip", "catch"])
+@pytest.mark.parametrize("skill", ["scoop", "flip", "catch", "toss"])
 def test_rollout_trials_replay_exactly_in_the_env(sim, skill):
     """Random primitives and noise plans on random tasks (with pushes for scoop): the rollout's
     record equals stepping EggFlipEnv with the same actions from the same start state."""
@@ -31,7 +31,9 @@ def test_rollout_trials_replay_exactly_in_the_env(sim, skill):
     endings = set()
     for i in range(6):
         plan = (
-            PrimitivePlan(primitives.sample(rng, 1)[0]) if i % 2 else NoisePlan(NoiseSpec(temperature=0.3), i)
+            PrimitivePlan(primitives.family(skill).sample(rng, 1)[0])
+            if i % 2
+            else NoisePlan(NoiseSpec(temperature=0.3), i)
         )
         traj = sim.run(Trial(dist.sample(rng), plan))
         assert_same(traj, replay(traj, env))

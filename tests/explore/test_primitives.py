@@ -1,4 +1,4 @@
-"""One primitive family expresses scoop, flip (either way) and catch."""
+"""The base primitive family expresses scoop, flip (either way) and catch; the throw family, toss."""
 
 import numpy as np
 import pytest
@@ -58,6 +58,23 @@ SOLUTIONS = {
         meet_height=0.08,
     ),
 }
+# In the throw family (a toss: the scripted toss's keyframes, caught under the egg's start).
+TOSS = dict(
+    wait_time=0.1,
+    throw_time=0.07,
+    throw_rise=0.09,
+    throw_dx=0.0,
+    throw_dy=0.0,
+    throw_pitch=-0.15,
+    toss_roll=0.55,
+    fall_time=0.125,
+    catch_dx=0.0,
+    catch_dy=0.0,
+    catch_dz=0.0,
+    catch_wait=0.09,
+    give=0.025,
+    give_time=0.19,
+)
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +97,34 @@ def test_named_parameters_solve_each_skill(sim, skill, roll):
         assert all(np.sign(t) == np.sign(roll) for t in turned)
 
 
+@pytest.mark.parametrize("roll", [0.55, -0.55])
+def test_named_throw_parameters_toss_and_the_skill_picks_the_family(sim, roll):
+    """A toss plan is read in the throw family (its task's skill's); on a flip task the same
+    parameters are the wrong size for the base family."""
+    assert primitives.family("toss") is primitives.THROW
+    assert all(primitives.family(s) is primitives.BASE for s in ("scoop", "flip", "catch"))
+    params = primitives.THROW.unit(dict(TOSS, toss_roll=roll))
+    tasks = TaskDistribution.for_skill("toss").sample_many(np.random.default_rng(11), 4)
+    results = [sim.run(Trial(t, PrimitivePlan(params))) for t in tasks]
+    assert [r.outcome["reason"] for r in results] == ["success"] * 4
+    flip = TaskDistribution.for_skill("flip").sample(np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"base primitive parameters need shape \(15,\)"):
+        sim.run(Trial(flip, PrimitivePlan(params)))
+
+
+def test_throw_keyframes_throw_from_the_blade_and_catch_under_the_egg():
+    obs = {"proprio": np.zeros(15, np.float32), "egg": np.zeros(13, np.float32)}
+    obs["proprio"][:3] = (0.01, -0.01, 0.08)
+    obs["egg"][:3] = (0.02, 0.005, 0.083)
+    values = dict(TOSS, throw_dx=0.01, catch_dx=-0.02, catch_dy=0.03, catch_dz=0.02)
+    motion = primitives.THROW.motion(primitives.THROW.unit(values), obs)
+    assert np.all(np.diff(motion.times) > 0)
+    np.testing.assert_allclose(motion.poses[2], [0.02, -0.01, 0.17, -0.15, 0.55], atol=1e-9)
+    np.testing.assert_allclose(motion.poses[3], [0.0, 0.035, 0.1, 0.0, 0.0], atol=1e-9)
+    np.testing.assert_allclose(motion.poses[-1], [0.0, 0.035, 0.075, 0.0, 0.0], atol=1e-9)
+    assert motion.times[2] - motion.times[1] == pytest.approx(0.07)
+
+
 def test_the_average_of_the_two_flips_fails(sim):
     """Why the search keeps modes apart: halfway between rolling left and right is no roll."""
     left = primitives.unit(dict(SOLUTIONS["flip"], toss_roll=-2.1))
@@ -88,17 +133,23 @@ def test_the_average_of_the_two_flips_fails(sim):
     assert not sim.run(Trial(task, PrimitivePlan((left + right) / 2))).success
 
 
-def test_unit_and_physical_are_inverse_and_clip_to_the_ranges():
-    u = np.random.default_rng(0).uniform(size=primitives.dim())
-    np.testing.assert_allclose(primitives.unit(primitives.physical(u)), u)
-    q = primitives.physical(np.full(primitives.dim(), 2.0))
-    assert [q[p.name] for p in primitives.PARAMETERS] == pytest.approx(
-        [p.high for p in primitives.PARAMETERS]
-    )
+@pytest.mark.parametrize("family", primitives.FAMILIES.values(), ids=primitives.FAMILIES)
+def test_unit_and_physical_are_inverse_and_clip_to_the_ranges(family):
+    u = np.random.default_rng(0).uniform(size=family.dim())
+    np.testing.assert_allclose(family.unit(family.physical(u)), u)
+    q = family.physical(np.full(family.dim(), 2.0))
+    assert [q[p.name] for p in family.parameters] == pytest.approx([p.high for p in family.parameters])
     with pytest.raises(ValueError, match="shape"):
-        primitives.physical(np.zeros(3))
+        family.physical(np.zeros(3))
     with pytest.raises(ValueError, match="unknown primitive parameter"):
-        primitives.unit({"wobble": 1.0})
+        family.unit({"wobble": 1.0})
+    assert family.sample(np.random.default_rng(0), 4).shape == (4, family.dim())
+
+
+def test_the_module_functions_are_the_base_family():
+    u = np.random.default_rng(1).uniform(size=primitives.dim())
+    assert primitives.dim() == primitives.BASE.dim() and primitives.NAMES == primitives.BASE.names
+    assert primitives.physical(u) == primitives.BASE.physical(u)
 
 
 def test_anchor_is_the_egg_at_rest_and_the_ballistic_crossing_in_flight():

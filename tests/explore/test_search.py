@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from robo_coevolve.explore import primitives
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.explore.search import PolishConfig, PrimitiveSearch, evaluate_params, trial_score
 from robo_coevolve.task_distribution import TaskDistribution
@@ -37,6 +38,20 @@ def test_same_seed_same_search_with_any_worker_count(scoop_search):
     assert [g.success_rate for g in again.history] == [g.success_rate for g in result.history[:3]]
     first = [t for t in result.successes if t.meta["generation"] < 3]
     assert [t.task for t in again.successes] == [t.task for t in first]
+
+
+def test_toss_is_found_from_nothing_in_the_throw_family():
+    """No demonstration, no hand-set parameter: the search over the throw family finds tosses
+    within 400 trials, and its answer tosses on fresh tasks."""
+    with LocalBackend(workers=2) as backend:
+        search = PrimitiveSearch(TaskDistribution.for_skill("toss"), backend, seed=1, population=40)
+        result = search.run(budget=400)
+        evaluation = evaluate_params(result.best_params, search.tasks, backend, n=30, seed=99)
+    rates = [g.success_rate for g in result.history]
+    assert result.best_params.shape == (primitives.THROW.dim(),)
+    assert rates[0] <= 0.05 and np.mean(rates[-2:]) >= 0.2, rates
+    assert np.mean([t.success for t in evaluation]) >= 0.5
+    assert all(t.success and t.task.skill == "toss" for t in result.successes)
 
 
 def test_target_stops_the_search_early():

@@ -7,7 +7,14 @@ from conftest import scripted_trial
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.motion import scripted
-from robo_coevolve.refine import NoveltyGate, Refiner, mean_squared_jerk, segment_features, smooth_actions
+from robo_coevolve.refine import (
+    NoveltyGate,
+    Refiner,
+    mean_squared_jerk,
+    refiner,
+    segment_features,
+    smooth_actions,
+)
 from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import replay, run_actions
 
@@ -156,3 +163,14 @@ def test_the_same_motion_on_a_clearly_different_task_is_novel():
     assert NoveltyGate().novelty(there, here[None]) > 5 * NoveltyGate().min_distance
     moved = np.r_[path + 0.1, 0.0, 0.0, 0.0]  # another path on the same task: as before
     assert distances(moved, here[None])[0] == pytest.approx(0.1)
+
+
+def test_a_toss_is_smoothed_over_a_window_short_enough_to_keep_its_throw(monkeypatch):
+    """A throw lasts a few control steps: over the default 9 steps the smoothed scripted tosses
+    all fail on replay; over toss's 5 (SKILL_SMOOTH_WINDOW) most still toss."""
+    trajs = [scripted_trial("toss", seed=s) for s in range(6)]
+    assert all(t.success for t in trajs)
+    segments, report = Refiner().refine(trajs)
+    assert report.survived >= 4 and all(s.meta["smoothing"]["window"] == 5 for s in segments)
+    monkeypatch.setattr(refiner, "SKILL_SMOOTH_WINDOW", {})
+    assert Refiner().refine(trajs)[1].survived == 0

@@ -90,6 +90,47 @@ def test_catch_missed_lands_on_the_pan():
     assert traj.outcome["reason"] == "egg touched the pan before it was caught"
 
 
+@pytest.fixture(scope="module")
+def toss_env():
+    env = EggFlipEnv(skill="toss")
+    yield env
+    env.close()
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_scripted_toss_throws_turns_and_catches_the_egg(toss_env, seed, direction):
+    """The scene admits a toss: the egg leaves the blade upright, is in the air, and comes to rest
+    upside down on the blade without ever touching the pan."""
+    traj = run_motion(toss_env, lambda obs: scripted.toss(obs, direction=direction), seed=seed)
+    assert traj.outcome["success"], traj.outcome
+    ev = toss_env.scorer.events(toss_env.physics.record(traj.sensors))
+    assert ev["up_z"][0] > 0.99 and ev["up_z"][-1] < -0.99  # upright to upside down
+    assert ev["in_air"].sum() >= 5  # a throw: 0.1 s or more touching nothing
+    assert not ev["on_pan"].any() and ev["blade_only"][-1]
+    assert traj.outcome["integrity"] == 1.0
+
+
+def test_a_flip_onto_the_pan_is_no_toss(toss_env):
+    """From the toss's start, the scripted flip turns the egg over onto the pan: a flip, no toss."""
+    traj = run_motion(toss_env, scripted.flip, seed=0)
+    record = toss_env.physics.record(traj.sensors)
+    assert toss_env.scorer.outcome("flip", record).success
+    assert not traj.outcome["success"]
+    assert traj.outcome["reason"] == "egg touched the pan"
+
+
+def test_an_egg_caught_right_side_up_is_no_toss(toss_env):
+    """Thrown straight up (no roll) and caught: a catch, but the egg has not turned over."""
+    traj = run_motion(toss_env, lambda obs: scripted.toss(obs, roll=0.0, pitch=0.0), seed=0)
+    record = toss_env.physics.record(traj.sensors)
+    ev = toss_env.scorer.events(record)
+    assert ev["in_air"].any() and ev["height"].max() > 0.15  # it did fly
+    assert toss_env.scorer.outcome("catch", record).success
+    assert not traj.outcome["success"]
+    assert traj.outcome["reason"] == "egg not upside down at the end"
+
+
 def drop_peak_force(height: float) -> tuple[float, float]:
     """Drop the egg flat from ``height`` m onto the pan (spatula parked away): (peak N, integrity)."""
     task = TaskSpec.for_skill(

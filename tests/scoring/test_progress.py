@@ -44,3 +44,26 @@ def test_catch_progress_counts_the_pan_touch():
     hit_pan = record(height=0.06, on_blade=1, speed=0.2)
     hit_pan["egg_on_pan"][2] = 1
     assert progress("catch", never_touched_pan) > progress("catch", hit_pan)
+
+
+def test_toss_progress_credits_catches_by_how_far_the_egg_had_turned():
+    """A success scores 1; then caught upside down but sliding; caught half turned; caught right
+    side up; last an egg turned over onto the pan, which is a flip, not a toss: no credit."""
+
+    def tossed(up):
+        rec = record(up=up)
+        rec["egg_on_blade"][2:6] = 0  # thrown: in the air for a while, caught from step 6
+        return rec
+
+    caught_sliding = tossed(up=-1.0)
+    caught_sliding["egg_linvel"][:, 0] = 0.2
+    half_turned = tossed(up=1.0)
+    half_turned["egg_up"][6, 2] = 0.0  # landed on its edge, then fell back right side up
+    onto_pan = tossed(up=-1.0)
+    onto_pan["egg_pos"][:, 2] = 0.0
+    onto_pan["egg_on_pan"][6:] = 1
+    onto_pan["egg_on_blade"][6:] = 0
+    cases = (tossed(up=-1.0), caught_sliding, half_turned, tossed(up=1.0), onto_pan)
+    scores = [progress("toss", r) for r in cases]
+    assert scores[0] == 1.0
+    assert scores[0] > scores[1] > scores[2] > scores[3] > scores[4] == 0.0

@@ -5,6 +5,7 @@ import pytest
 
 from robo_coevolve.scoring import Scorer, Thresholds
 from robo_coevolve.scoring.integrity import integrity_from_peak, integrity_over_time
+from robo_coevolve.task_spec import SKILLS
 
 
 def record(steps=20, height=0.06, up=1.0, on_blade=1, on_pan=0, on_floor=0, speed=0.0, force=0.5):
@@ -70,6 +71,26 @@ def test_catch_requires_never_touching_the_pan():
     assert scorer.outcome("catch", rec).reason == "egg touched the pan before it was caught"
 
 
+def test_toss_predicate():
+    """Thrown (in the air at some step), never on the pan, upside down and held at rest at the end."""
+    tossed = record(up=-1.0)
+    tossed["egg_on_blade"][4:9] = 0  # in the air
+    assert scorer.outcome("toss", tossed).success
+    assert scorer.outcome("toss", record(up=-1.0)).reason == "egg never left the blade"
+    on_pan = {k: v.copy() for k, v in tossed.items()}
+    on_pan["egg_on_pan"][12] = 1
+    assert scorer.outcome("toss", on_pan).reason == "egg touched the pan"
+    upright = {k: v.copy() for k, v in tossed.items()}
+    upright["egg_up"][:, 2] = 1.0
+    assert scorer.outcome("toss", upright).reason == "egg not upside down at the end"
+    low = {k: v.copy() for k, v in tossed.items()}
+    low["egg_pos"][:, 2] = 0.01
+    assert scorer.outcome("toss", low).reason.startswith("egg not held")
+    sliding = {k: v.copy() for k, v in tossed.items()}
+    sliding["egg_linvel"][-1, 0] = 0.5
+    assert scorer.outcome("toss", sliding).reason == "egg still moving on the blade at the end"
+
+
 def test_success_must_hold_over_the_hold_window():
     rec = record()
     rec["egg_linvel"][-3, 0] = 0.5  # still sliding 60 ms before the end (hold window 200 ms)
@@ -80,7 +101,7 @@ def test_success_must_hold_over_the_hold_window():
 
 
 def test_floor_and_divergence_fail_every_skill():
-    for skill in ("scoop", "flip", "catch"):
+    for skill in SKILLS:
         rec = record(up=-1.0)
         rec["egg_on_floor"][0] = 1
         assert scorer.outcome(skill, rec).reason == "egg fell to the floor"
