@@ -57,9 +57,8 @@ def flip(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
     return True, "success"
 
 
-def catch(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
-    if ev["on_pan"].any():
-        return False, "egg touched the pan before it was caught"
+def _held_on_blade(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
+    """The end of a catch: the blade alone holds the egg, lifted, at rest."""
     if not ev["blade_only"][end].all():
         return False, "egg not held by the blade alone at the end"
     if not ev["lifted"][end].all():
@@ -67,6 +66,12 @@ def catch(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
     if not ev["resting"][end].all():
         return False, "egg still moving on the blade at the end"
     return True, "success"
+
+
+def catch(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
+    if ev["on_pan"].any():
+        return False, "egg touched the pan before it was caught"
+    return _held_on_blade(ev, end, thresholds)
 
 
 def toss(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
@@ -76,13 +81,7 @@ def toss(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
         return False, "egg never left the blade"
     if not ev["upside_down"][end].all():
         return False, "egg not upside down at the end"
-    if not ev["blade_only"][end].all():
-        return False, "egg not held by the blade alone at the end"
-    if not ev["lifted"][end].all():
-        return False, f"egg not held {thresholds.lift_height} m above the pan"
-    if not ev["resting"][end].all():
-        return False, "egg still moving on the blade at the end"
-    return True, "success"
+    return _held_on_blade(ev, end, thresholds)
 
 
 PREDICATES: dict[str, Callable[[Events, slice, Thresholds], tuple[bool, str]]] = {
