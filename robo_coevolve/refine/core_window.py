@@ -6,10 +6,10 @@
   would count as a success (``scoring.success.success_over_time``);
 - the **attempt start**: the first step of the last stretch, before the success, during which the
   egg sat in the skill's starting situation (scoop: resting on the pan, untouched by the blade;
-  flip and toss: resting upright on the blade; catch: in the air). That stretch holds the approach of the
-  attempt that worked; everything before it is an earlier attempt that failed (a dropped scoop,
-  a flip that fell back) and is pruned. A trial with no earlier attempt keeps its start: a policy
-  cloned from the segment must be able to begin where an episode begins;
+  flip and toss: resting upright on the blade; catch: in the air). That stretch holds the
+  approach of the attempt that worked; everything before it is an earlier attempt that failed (a
+  dropped scoop, a flip that fell back) and is pruned. A trial with no earlier attempt keeps its
+  start: a policy cloned from the segment must be able to begin where an episode begins;
 
 and returns ``[attempt start, success onset + margin)`` (or to the trial's end), which
 always covers the hold window that the success predicate checks. Blips out of the starting
@@ -28,6 +28,7 @@ from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.scoring import Scorer
 from robo_coevolve.scoring.success import success_over_time
 from robo_coevolve.segment import Segment
+from robo_coevolve.task_spec import BLADE_START_SKILLS
 from robo_coevolve.trajectory import Trajectory
 
 
@@ -35,7 +36,7 @@ def attempt_start_condition(skill: str, ev: dict[str, np.ndarray]) -> np.ndarray
     """(T,) bool: the egg is back where an attempt of ``skill`` starts from."""
     if skill == "scoop":
         return ev["on_pan"] & ~ev["on_blade"] & ev["resting"]
-    if skill in ("flip", "toss"):
+    if skill in BLADE_START_SKILLS:
         return ev["blade_only"] & (ev["up_z"] > 0.7) & ev["resting"]
     if skill == "catch":
         return ev["in_air"]
