@@ -20,9 +20,18 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-SKILLS = ("scoop", "flip", "catch", "toss")  # append new skills last: the one-hots keep their indices
+SKILLS = (
+    "scoop",
+    "flip",
+    "catch",
+    "toss",
+    "serve",
+)  # append new skills last: the one-hots keep their indices
 # Skills whose egg starts resting on the blade (its offset is from the blade centre, not the pan's).
-BLADE_START_SKILLS = ("flip", "toss")
+BLADE_START_SKILLS = ("flip", "toss", "serve")
+# Which face of the egg is up at the start: the yolk (as fried), or the white (turned over). Only a
+# serve may start turned over: every other skill's predicate reads the egg's absolute side.
+EGG_SIDES = ("yolk", "white")
 # When a push may fire: any time, or only while the egg lies on the pan, on the blade, in the air.
 DISTURBANCE_PHASES = ("any", "pan", "blade", "air")
 MAX_ACTION_LATENCY = 2  # control steps
@@ -44,10 +53,22 @@ INSTRUCTIONS = {
     "flip": "flip the fried egg over",
     "catch": "catch the falling egg on the spatula",
     "toss": "toss the egg up, turn it over and catch it on the spatula",
+    "serve": "serve the egg on the plate, yolk up",
 }
+SERVE_TURNED_INSTRUCTION = "serve the egg on the plate, yolk down"
+
+
+def default_instruction(skill: str, egg_side_up: str = "yolk") -> str:
+    """The instruction a task of ``skill`` gets unless it names one: a serve names the side up."""
+    if skill == "serve" and egg_side_up == "white":
+        return SERVE_TURNED_INSTRUCTION
+    return INSTRUCTIONS[skill]
+
 
 # Scene geometry the bounds below are derived from (envs/egg_flip/scene.xml).
 PAN_RADIUS = 0.13  # m, inner radius of the pan surface
+PLATE_CENTRE = (0.25, 0.0)  # m, the serving plate's centre from the pan's, its surface level with it
+PLATE_RADIUS = 0.08  # m, of the plate's flat
 EGG_RIM_RADIUS = 0.045  # m, at egg_size = 1
 SPATULA_LOW = (-0.3, -0.3, -0.02, -1.2, -3.5)  # x, y, z, pitch, roll joint limits
 SPATULA_HIGH = (0.3, 0.3, 0.45, 1.2, 3.5)
@@ -94,6 +115,16 @@ _SKILL_DEFAULTS: dict[str, dict[str, Any]] = {
         spatula_pose_range=(0.02, 0.02, 0.01, 0.0, 0.0),
         horizon=2.0,
     ),
+    # As flip's start; the plate is beside the pan, where the blade points. Carrying the egg
+    # there, laying it down and drawing the blade out takes about 1.5 s.
+    "serve": dict(
+        egg_offset=(0.0, 0.0),
+        egg_offset_range=0.01,
+        egg_height=0.0,
+        spatula_pose=(0.0, 0.0, 0.08, 0.0, 0.0),
+        spatula_pose_range=(0.02, 0.02, 0.01, 0.0, 0.0),
+        horizon=3.0,
+    ),
 }
 
 
@@ -109,7 +140,8 @@ class TaskSpec:
         skill: one of ``SKILLS``.
         instruction: the language instruction given to the policy ("" means the skill's default).
         egg_offset: (x, y) m of the egg's centre: from the pan centre for scoop and catch, from
-            the blade centre for flip and toss (``BLADE_START_SKILLS``).
+            the blade centre for flip, toss and serve (``BLADE_START_SKILLS``).
+        egg_side_up: which face is up at the start, "yolk" or "white" (turned over; serve only).
         egg_offset_range: m, uniform half-width on each of x and y.
         egg_yaw_range: rad, uniform half-width of the egg's yaw about z.
         egg_height: m above the pan surface at the start (catch: the toss height).
@@ -143,6 +175,7 @@ class TaskSpec:
     instruction: str = ""
     egg_offset: tuple[float, float] = (0.0, 0.0)
     egg_offset_range: float = 0.02
+    egg_side_up: str = "yolk"
     egg_yaw_range: float = math.pi
     egg_height: float = 0.0
     egg_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -184,7 +217,7 @@ class TaskSpec:
                 ):
                     raise TaskSpecError(f"TaskSpec.{f.name} must be a sequence of {n} numbers, got {value!r}")
                 object.__setattr__(self, f.name, tuple(float(v) for v in value))
-            elif f.name in ("skill", "instruction", "disturbance_phase"):
+            elif f.name in ("skill", "instruction", "disturbance_phase", "egg_side_up"):
                 if not isinstance(value, str):
                     raise TaskSpecError(f"TaskSpec.{f.name} must be a string, got {value!r}")
             elif f.name in ("seed", "action_latency"):
@@ -196,7 +229,7 @@ class TaskSpec:
             else:
                 object.__setattr__(self, f.name, float(value))
         if not self.instruction and self.skill in INSTRUCTIONS:
-            object.__setattr__(self, "instruction", INSTRUCTIONS[self.skill])
+            object.__setattr__(self, "instruction", default_instruction(self.skill, self.egg_side_up))
         self.validate()
 
     def validate(self) -> None:
@@ -219,11 +252,20 @@ class TaskSpec:
                 f"and {_PUNCTUATION!r} are allowed"
             )
         for name, value in dataclasses.asdict(self).items():
-            if name in ("skill", "instruction", "seed", "disturbance_phase", "action_latency"):
+            if name in ("skill", "instruction", "seed", "disturbance_phase", "action_latency", "egg_side_up"):
                 continue
             for v in value if isinstance(value, tuple) else (value,):
                 if not math.isfinite(v):
                     raise TaskSpecError(f"TaskSpec.{name}={value!r} is not finite")
+        if self.egg_side_up not in EGG_SIDES:
+            raise TaskSpecError(
+                f"TaskSpec.egg_side_up={self.egg_side_up!r} is unknown: choose one of {', '.join(EGG_SIDES)}"
+            )
+        if self.egg_side_up != "yolk" and self.skill != "serve":
+            raise TaskSpecError(
+                f"TaskSpec.egg_side_up={self.egg_side_up!r} is for serve tasks only: a {self.skill} "
+                f"starts with the yolk up (leave egg_side_up at 'yolk')"
+            )
         _check_range("egg_mass", self.egg_mass, 0.01, 0.2, "kg")
         _check_range("egg_size", self.egg_size, 0.6, 1.4, "(scale)")
         _check_range("egg_pan_friction", self.egg_pan_friction, 0.05, 3.0, "")

@@ -27,7 +27,7 @@ from robo_coevolve.scoring import Thresholds
 from robo_coevolve.scoring.events import step_events
 from robo_coevolve.task_spec import TaskSpec
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the scene's serving plate widens the state and the sensor rows
 
 
 @dataclass

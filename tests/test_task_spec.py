@@ -9,7 +9,7 @@ import math
 import pytest
 
 from robo_coevolve import SKILLS, TaskSpec, TaskSpecError
-from robo_coevolve.task_spec import INSTRUCTIONS
+from robo_coevolve.task_spec import BLADE_START_SKILLS, INSTRUCTIONS, default_instruction
 
 
 def _specs() -> list[TaskSpec]:
@@ -92,6 +92,14 @@ EXPECTED_DEFAULTS = {
         spatula_pose=(0.0, 0.0, 0.08, 0.0, 0.0),
         horizon=2.0,
     ),
+    "serve": dict(
+        egg_offset=(0.0, 0.0),
+        egg_offset_range=0.01,
+        egg_height=0.0,
+        spatula_pose=(0.0, 0.0, 0.08, 0.0, 0.0),
+        egg_side_up="yolk",
+        horizon=3.0,
+    ),
 }
 
 
@@ -99,24 +107,37 @@ EXPECTED_DEFAULTS = {
 def test_for_skill_defaults(skill):
     spec = TaskSpec.for_skill(skill)
     assert spec.skill == skill
-    assert spec.instruction == INSTRUCTIONS[skill]
+    assert spec.instruction == INSTRUCTIONS[skill] == default_instruction(skill)
     for name, value in EXPECTED_DEFAULTS[skill].items():
         assert getattr(spec, name) == pytest.approx(value), name
 
 
 def test_skills_have_distinct_defaults():
-    specs = [TaskSpec.for_skill(s) for s in SKILLS]
-    assert len({(s.spatula_pose, s.horizon) for s in specs}) == len(SKILLS)
-    assert len({s.instruction for s in specs}) == len(SKILLS)
+    specs = [TaskSpec.for_skill(s) for s in SKILLS if s not in BLADE_START_SKILLS[1:]]
+    assert len({(s.spatula_pose, s.horizon) for s in specs}) == len(specs)
+    assert len({s.instruction for s in map(TaskSpec.for_skill, SKILLS)}) == len(SKILLS)
 
 
-def test_new_skills_come_last_and_toss_starts_where_flip_does():
-    """One-hots of the older skills keep their indices; a toss starts from a flip's start state."""
-    assert SKILLS[:3] == ("scoop", "flip", "catch") and SKILLS[-1] == "toss"
-    flip, toss = TaskSpec.for_skill("flip"), TaskSpec.for_skill("toss")
+def test_new_skills_come_last_and_start_where_flip_does():
+    """One-hots of the older skills keep their indices; a toss and a serve start from a flip's
+    start state (the egg resting on the blade, where a scoop ends)."""
+    assert SKILLS == ("scoop", "flip", "catch", "toss", "serve")
+    assert BLADE_START_SKILLS == ("flip", "toss", "serve")
+    flip = TaskSpec.for_skill("flip")
     start = ("egg_offset", "egg_offset_range", "egg_height", "spatula_pose", "spatula_pose_range")
-    assert all(getattr(flip, f) == getattr(toss, f) for f in start)
-    assert toss.horizon < flip.horizon
+    for skill in ("toss", "serve"):
+        assert all(getattr(flip, f) == getattr(TaskSpec.for_skill(skill), f) for f in start)
+    assert TaskSpec.for_skill("toss").horizon < flip.horizon
+
+
+def test_a_serve_names_the_side_up_and_only_a_serve_starts_turned_over():
+    turned = TaskSpec.for_skill("serve", egg_side_up="white")
+    assert "yolk down" in turned.instruction and "yolk up" in TaskSpec.for_skill("serve").instruction
+    with pytest.raises(TaskSpecError, match="egg_side_up='white' is for serve tasks only"):
+        TaskSpec.for_skill("flip", egg_side_up="white")
+    with pytest.raises(TaskSpecError, match="egg_side_up='sunny' is unknown: choose one of yolk, white"):
+        TaskSpec.for_skill("serve", egg_side_up="sunny")
+    assert TaskSpec.from_dict(turned.to_dict()) == turned
 
 
 def test_for_skill_overrides_keep_other_defaults():
@@ -176,7 +197,7 @@ def test_bigger_egg_needs_more_room():
         TaskSpec.for_skill("scoop", egg_offset=(0.075, 0.0), egg_offset_range=0.0, egg_size=1.4)
 
 
-@pytest.mark.parametrize("skill", ["flip", "toss"])
+@pytest.mark.parametrize("skill", ["flip", "toss", "serve"])
 @pytest.mark.parametrize("offset", [(0.03, 0.0), (0.0, -0.025)])
 def test_offset_off_blade(skill, offset):
     with pytest.raises(TaskSpecError, match=r"TaskSpec\.egg_offset") as err:

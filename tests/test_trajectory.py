@@ -9,7 +9,7 @@ from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory, replay, run_motion
 
 
-@pytest.mark.parametrize("skill", ["scoop", "flip", "catch", "toss"])
+@pytest.mark.parametrize("skill", ["scoop", "flip", "catch", "toss", "serve"])
 def test_replay_reproduces_the_trial_bit_for_bit(tmp_path, skill):
     task = TaskSpec.for_skill(skill, disturbance_force=0.3, egg_mass=0.055, egg_size=1.1)
     env = EggFlipEnv(task=task)

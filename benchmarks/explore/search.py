@@ -75,7 +75,10 @@ def search_figures(skill, seed, budget, n_eval, select, backend, target=None, de
     per_mode = [
         rate(evaluate_params(m, tasks, backend, n_eval, seed=seeds.SEARCH + seed)) for m in result.modes
     ]
-    rolls = [float(primitives.family(skill).physical(m)["toss_roll"]) for m in result.modes]
+    family = primitives.family(skill)  # the place family has no wrist roll: no rolls to report
+    rolls = (
+        [float(family.physical(m)["toss_roll"]) for m in result.modes] if "toss_roll" in family.names else []
+    )
     unpolished = held_out
     if result.polish is not None and "answer" in result.polish:
         answer = np.asarray(result.polish["answer"])

@@ -301,7 +301,7 @@ class EggFlipEnv(gym.Env):
         self._rows.append(row)
         self._steps += 1
 
-        force, on_blade, on_pan, on_burner, on_floor, height = self._step_values(row.tolist())
+        force, on_blade, on_pan, on_burner, on_floor, on_plate, height = self._step_values(row.tolist())
         force = force if math.isfinite(force) else math.inf
         # Integrity only changes with a new peak above the crack force.
         if force > self._peak_force:
@@ -311,7 +311,9 @@ class EggFlipEnv(gym.Env):
         on_floor = bool(fell(on_floor, height, self.scorer.thresholds))
         terminated = self._diverged or on_floor
         truncated = not terminated and self._steps >= self.horizon_steps
-        phase = phase_index(on_blade > 0, on_pan > 0, on_burner > 0, on_floor, not self._diverged)
+        phase = phase_index(
+            on_blade > 0, on_pan > 0, on_burner > 0, on_floor, not self._diverged, on_plate > 0
+        )
         if disturbance is not None and disturbance.phase != "any":
             if d.time >= disturbance.start and PHASES[phase] == PUSH_PHASES[disturbance.phase]:
                 self._disturbance = disturbance.fired_at(d.time)  # from the next physics step on
@@ -433,7 +435,9 @@ class EggFlipEnv(gym.Env):
         for name in PEAK_SENSORS:
             self._peak_mask[layout[name]] = True
         self._step_values = operator.itemgetter(
-            *p.sensor_columns("egg_touch", "egg_on_blade", "egg_on_pan", "egg_on_burner", "egg_on_floor"),
+            *p.sensor_columns(
+                "egg_touch", "egg_on_blade", "egg_on_pan", "egg_on_burner", "egg_on_floor", "egg_on_plate"
+            ),
             layout["egg_pos"].start + 2,  # the egg's height
         )
         egg = ("egg_pos", "egg_quat", "egg_linvel", "egg_angvel")  # the ``egg_state`` layout

@@ -1,7 +1,8 @@
 """Reset distributions: draw a physically settled start state of a TaskSpec's skill.
 
 - scoop: the egg lies on the pan, the blade rests on the pan behind it (-x side);
-- flip and toss: the egg rests on the blade, which is held above the pan;
+- flip, toss and serve: the egg rests on the blade, which is held above the pan (a serve's may
+  lie turned over, ``TaskSpec.egg_side_up``);
 - catch: the egg is in flight above the pan (tossed up, spinning), the spatula waits below.
 
 Resting starts are settled by simulating a short while with the spatula holding its pose, so the
@@ -18,7 +19,8 @@ import numpy as np
 from robo_coevolve.env.physics import EggFlipPhysics
 from robo_coevolve.task_spec import BLADE_START_SKILLS, TaskSpec
 
-SETTLE_TIME = {"scoop": 0.2, "flip": 0.3, "catch": 0.0, "toss": 0.3}  # s
+SETTLE_TIME = {"scoop": 0.2, "flip": 0.3, "catch": 0.0, "toss": 0.3, "serve": 0.3}  # s
+EGG_THICKNESS = 0.0075  # m, of the white at egg_size 1: a turned-over egg's frame is this far up
 _DROP_GAP = 0.0005  # m: how far above its support a resting egg is placed before settling
 
 
@@ -55,8 +57,14 @@ def _uniform(rng: np.random.Generator, centre, half_width) -> np.ndarray:
     return centre + rng.uniform(-1.0, 1.0, size=centre.shape) * np.asarray(half_width)
 
 
-def _yaw_quat(yaw: float) -> np.ndarray:
-    return np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+def _yaw_quat(yaw: float, turned: bool = False) -> np.ndarray:
+    """The egg's orientation: yawed by ``yaw`` about z, and turned over about x if ``turned``."""
+    q = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+    if not turned:
+        return q
+    out = np.empty(4)
+    mujoco.mju_mulQuat(out, q, np.array([0.0, 1.0, 0.0, 0.0]))
+    return out
 
 
 def sample_initial_state(
@@ -78,8 +86,10 @@ def sample_initial_state(
         top = physics.blade_top() - (0.0, 0.0, m.body("pan").pos[2])
         # Along the blade's own axes, so a tilted blade still carries the egg at the offset.
         frame = d.site_xmat[m.site("blade_centre").id].reshape(3, 3)
-        position = top + frame[:, 0] * offset[0] + frame[:, 1] * offset[1] + (0, 0, _DROP_GAP)
-        physics.set_egg(position, _yaw_quat(yaw))
+        turned = task.egg_side_up == "white"
+        lift = _DROP_GAP + (EGG_THICKNESS * task.egg_size if turned else 0.0)
+        position = top + frame[:, 0] * offset[0] + frame[:, 1] * offset[1] + (0, 0, lift)
+        physics.set_egg(position, _yaw_quat(yaw, turned))
     elif task.skill == "scoop":
         physics.set_egg([offset[0], offset[1], _DROP_GAP], _yaw_quat(yaw))
     else:  # catch

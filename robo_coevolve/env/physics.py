@@ -22,7 +22,7 @@ from robo_coevolve.task_spec import TaskSpec
 SPATULA_JOINTS = ("x", "y", "z", "pitch", "roll")
 # Sensors whose per-control-step value is the maximum over the physics substeps (a force peak or
 # a contact that happened at any substep); all other sensors report their last substep.
-PEAK_SENSORS = ("egg_touch", "egg_on_blade", "egg_on_pan", "egg_on_floor", "egg_on_burner")
+PEAK_SENSORS = ("egg_touch", "egg_on_blade", "egg_on_pan", "egg_on_floor", "egg_on_burner", "egg_on_plate")
 # Every qpos/qvel/act/ctrl/warmstart/applied-force entry: enough to continue bit for bit.
 STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
 
@@ -31,7 +31,8 @@ _INSTABILITY_WARNINGS = (
     mujoco.mjtWarning.mjWARN_BADQVEL,
     mujoco.mjtWarning.mjWARN_BADQACC,
 )
-_STAND_TOP = 0.03  # m below the pan surface where the burner stand's column starts
+# m below the pan surface where each stand's column starts (the burner's, the plate's)
+_STAND_TOPS = {"stand": 0.03, "plate_stand": 0.006}
 
 
 @cache
@@ -42,12 +43,14 @@ def _scene_xml(env_name: str) -> str:
 def build_model(pan_height: float, egg_size: float, env_name: str = "egg_flip") -> mujoco.MjModel:
     """Compile the scene with the pan surface at ``pan_height`` m and the egg scaled by ``egg_size``."""
     spec = mujoco.MjSpec.from_file(_scene_xml(env_name))
-    for name in ("stove", "pan", "spatula_base"):
-        spec.body(name).pos = [0.0, 0.0, pan_height]
-    stand = spec.geom("stand")
-    half = (pan_height - _STAND_TOP) / 2
-    stand.size = [stand.size[0], half, 0.0]
-    stand.pos = [0.0, 0.0, -(_STAND_TOP + half)]
+    for name in ("stove", "pan", "spatula_base", "plate"):
+        body = spec.body(name)
+        body.pos = [body.pos[0], body.pos[1], pan_height]
+    for name, top in _STAND_TOPS.items():
+        stand = spec.geom(name)
+        half = (pan_height - top) / 2
+        stand.size = [stand.size[0], half, 0.0]
+        stand.pos = [0.0, 0.0, -(top + half)]
     if egg_size != 1.0:
         spec.mesh("egg_white").scale = [egg_size] * 3
         for name in ("yolk", "egg_shell"):

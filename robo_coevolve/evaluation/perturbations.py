@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from robo_coevolve.task_distribution import TaskDistribution
-from robo_coevolve.task_spec import BLADE_START_SKILLS, INSTRUCTIONS, SKILLS, TaskSpec
+from robo_coevolve.task_spec import (
+    BLADE_START_SKILLS,
+    INSTRUCTIONS,
+    SERVE_TURNED_INSTRUCTION,
+    SKILLS,
+    TaskSpec,
+)
 
 SPLITS = ("train", "heldout")
 
@@ -65,7 +71,33 @@ PARAPHRASES: dict[str, dict[str, tuple[str, ...]]] = {
             "toss and catch the egg the other side up",
         ),
     },
+    "serve": {
+        "train": (INSTRUCTIONS["serve"], "put the egg on the plate yolk up", "plate the egg, yolk side up"),
+        "heldout": (
+            "lay the fried egg on the plate with the yolk on top",
+            "move the egg onto the plate, yolk facing up",
+            "serve it sunny side up",
+        ),
+    },
+    # A serve that starts turned over (TaskSpec.egg_side_up = "white") names the other side.
+    "serve turned": {
+        "train": (
+            SERVE_TURNED_INSTRUCTION,
+            "put the egg on the plate yolk down",
+            "plate the egg, white side up",
+        ),
+        "heldout": (
+            "lay the fried egg on the plate with the yolk underneath",
+            "move the egg onto the plate, yolk facing down",
+            "serve it over easy, the white on top",
+        ),
+    },
 }
+
+
+def _phrases(task: TaskSpec) -> str:
+    """The ``PARAPHRASES`` key of ``task``'s instruction: its skill, or a turned serve's."""
+    return "serve turned" if task.skill == "serve" and task.egg_side_up == "white" else task.skill
 
 
 @dataclass(frozen=True)
@@ -194,8 +226,9 @@ def _start_offset(task: TaskSpec, extra: float, base: TaskSpec, rng) -> TaskSpec
 
 
 def _paraphrase(task: TaskSpec, index: int, base: TaskSpec, rng) -> TaskSpec:
-    split = "train" if index < len(PARAPHRASES[task.skill]["train"]) else "heldout"
-    return task.replace(instruction=_instruction(task.skill, split, index))
+    key = _phrases(task)
+    split = "train" if index < len(PARAPHRASES[key]["train"]) else "heldout"
+    return task.replace(instruction=_instruction(key, split, index))
 
 
 # Skills whose success is also a success of the key skill: a caught toss lies upside down and at
@@ -212,10 +245,10 @@ def _wrong_skill(task: TaskSpec, index: int, base: TaskSpec, rng) -> TaskSpec:
     return task.replace(instruction=_instruction(other, split, index))
 
 
-def _instruction(skill: str, split: str, index: int) -> str:
-    """Paraphrase ``index`` of ``skill``, counting the training ones first."""
-    train = PARAPHRASES[skill]["train"]
-    return train[index] if split == "train" else PARAPHRASES[skill]["heldout"][index - len(train)]
+def _instruction(key: str, split: str, index: int) -> str:
+    """Paraphrase ``index`` of ``PARAPHRASES[key]``, counting the training ones first."""
+    train = PARAPHRASES[key]["train"]
+    return train[index] if split == "train" else PARAPHRASES[key]["heldout"][index - len(train)]
 
 
 _PUSH_TRAIN, _PUSH_HELDOUT = Span(((0.1, 0.4),)), Span(((0.5, 1.0),))

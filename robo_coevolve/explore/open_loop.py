@@ -213,6 +213,7 @@ class OpenLoopSimulator:
             rows[:, column["egg_on_burner"]] > 0,
             on_floor,
             True,
+            rows[:, column["egg_on_plate"]] > 0,
         )
         ended = np.flatnonzero(on_floor)
         last = int(ended[0]) if len(ended) else len(rows)  # the env steps no further

@@ -29,6 +29,17 @@ The **throw** family (toss) throws the egg from the blade and catches it, in fiv
 4. **wait** ``catch_wait`` s for the egg;
 5. **give** way ``give`` m in ``give_time`` s as it lands, and hold.
 
+The **place** family (serve) carries the egg off the pan and lays it down, in four phases:
+
+1. **carry** the blade to ``carry_x`` (measured from the pan's centre, so that the search, not the
+   family, finds where the plate is), ``carry_dy`` from the start and ``carry_z`` high, level, in
+   ``carry_time`` s;
+2. **lower** it to ``lower_z`` pitched ``lower_pitch`` (tip down when positive) in ``lower_time`` s
+   and wait ``lower_wait`` s;
+3. **draw** it back ``draw_dx`` m (negative: towards the handle) while rising ``draw_rise`` m, in
+   ``draw_time`` s: a quick draw leaves the egg behind, a slow one drags it along;
+4. hold.
+
 The base family can throw only at the edge of its ranges (a lift at its shortest and highest), and
 keeps the blade where the toss ended: from zero demonstrations its search found no toss in 3,000
 trials (docs/design.md).
@@ -97,6 +108,21 @@ THROW_PARAMETERS = (
 )
 
 
+PLACE_PARAMETERS = (
+    Parameter("carry_time", 0.3, 1.5, "s", "time to carry the egg to the carry pose"),
+    Parameter("carry_x", 0.0, 0.3, "m", "carry pose x from the pan centre"),
+    Parameter("carry_dy", -0.05, 0.05, "m", "carry pose y from the start"),
+    Parameter("carry_z", 0.02, 0.12, "m", "carry pose height above the pan surface"),
+    Parameter("lower_time", 0.1, 0.6, "s", "duration of the lowering"),
+    Parameter("lower_z", -0.01, 0.04, "m", "blade height after the lowering"),
+    Parameter("lower_pitch", -0.3, 0.6, "rad", "blade pitch after the lowering (positive: tip down)"),
+    Parameter("lower_wait", 0.0, 0.3, "s", "time lowered before the draw"),
+    Parameter("draw_dx", -0.25, 0.0, "m", "x move of the draw"),
+    Parameter("draw_rise", 0.0, 0.05, "m", "rise during the draw"),
+    Parameter("draw_time", 0.03, 0.4, "s", "duration of the draw"),
+)
+
+
 def _start_and_egg(obs: dict) -> tuple[np.ndarray, np.ndarray]:
     if "egg" not in obs:
         raise ValueError("motion primitives are anchored at the egg: make the env with privileged=True")
@@ -135,6 +161,16 @@ def _throw_motion(q: dict[str, float], start: np.ndarray, egg: np.ndarray) -> Ke
     durations = [q["wait_time"], q["throw_time"], q["fall_time"], q["catch_wait"] + 0.01, q["give_time"]]
     times = np.concatenate([[0.0], np.cumsum(durations)])
     return KeyframeMotion(times, [start, start, thrown, caught, caught, given])
+
+
+def _place_motion(q: dict[str, float], start: np.ndarray, egg: np.ndarray) -> KeyframeMotion:
+    y = start[1] + q["carry_dy"]
+    carried = [q["carry_x"], y, q["carry_z"], 0.0, 0.0]
+    lowered = [q["carry_x"], y, q["lower_z"], q["lower_pitch"], 0.0]
+    drawn = [q["carry_x"] + q["draw_dx"], y, q["lower_z"] + q["draw_rise"], 0.0, 0.0]
+    durations = [q["carry_time"], q["lower_time"], q["lower_wait"] + 0.01, q["draw_time"], 0.3]
+    times = np.concatenate([[0.0], np.cumsum(durations)])
+    return KeyframeMotion(times, [start, carried, lowered, lowered, drawn, drawn])
 
 
 @dataclass(frozen=True)
@@ -190,8 +226,9 @@ class Family:
 
 BASE = Family("base", PARAMETERS, _base_motion)
 THROW = Family("throw", THROW_PARAMETERS, _throw_motion)
-FAMILIES = {f.name: f for f in (BASE, THROW)}
-_SKILL_FAMILY = {"toss": THROW}  # every other skill: BASE
+PLACE = Family("place", PLACE_PARAMETERS, _place_motion)
+FAMILIES = {f.name: f for f in (BASE, THROW, PLACE)}
+_SKILL_FAMILY = {"toss": THROW, "serve": PLACE}  # every other skill: BASE
 
 
 def family(skill: str) -> Family:

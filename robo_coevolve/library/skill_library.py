@@ -44,7 +44,9 @@ from robo_coevolve.env.initial_state import Disturbance
 from robo_coevolve.segment import Segment
 from robo_coevolve.task_spec import SKILLS, TaskSpec
 
-SCHEMA_VERSION = 1
+# 2: the scene gained the serving plate (its body widens the MuJoCo state, its contact sensor the
+# sensor rows), so states and sensors of version 1 no longer fit the scene.
+SCHEMA_VERSION = 2
 # robomimic's EnvType.GYM_TYPE: its EnvGym wrapper builds the env with gym.make(env_name, **env_kwargs).
 ROBOMIMIC_GYM_TYPE = 2
 SUFFIX = ".hdf5"

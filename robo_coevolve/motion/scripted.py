@@ -133,4 +133,32 @@ def toss(
     )
 
 
-MOTIONS = {"scoop": scoop, "flip": flip, "catch": catch, "toss": toss}
+def serve(
+    obs: dict,
+    plate_x: float = 0.3,
+    carry_time: float = 1.0,
+    lower: float = 0.012,
+    pitch: float = 0.3,
+    draw: float = 0.14,
+    draw_time: float = 0.06,
+) -> KeyframeMotion:
+    """Carry the blade level to ``plate_x`` m (over the plate) in ``carry_time`` s, lower it to
+    ``lower`` m tipped ``pitch`` rad down, then draw it back ``draw`` m in ``draw_time`` s, so fast
+    that the egg stays behind on the plate and keeps its side up."""
+    start, _ = _split(obs)
+    y = start[1]
+    t = [0.0, carry_time, carry_time + 0.3, carry_time + 0.4, carry_time + 0.4 + draw_time]
+    return KeyframeMotion(
+        t + [t[-1] + 0.5],
+        [
+            start,
+            [plate_x, y, 0.05, 0.0, 0.0],
+            [plate_x, y, lower, pitch, 0.0],
+            [plate_x, y, lower, pitch, 0.0],
+            [plate_x - draw, y, lower + 0.01, 0.0, 0.0],
+            [plate_x - draw, y, 0.06, 0.0, 0.0],
+        ],
+    )
+
+
+MOTIONS = {"scoop": scoop, "flip": flip, "catch": catch, "toss": toss, "serve": serve}

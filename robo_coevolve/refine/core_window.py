@@ -6,7 +6,8 @@
   would count as a success (``scoring.success.success_over_time``);
 - the **attempt start**: the first step of the last stretch, before the success, during which the
   egg sat in the skill's starting situation (scoop: resting on the pan, untouched by the blade;
-  flip and toss: resting upright on the blade; catch: in the air). That stretch holds the
+  flip and toss: resting upright on the blade; serve: on the blade, still nearer the pan than
+  the plate (the carry moves it); catch: in the air). That stretch holds the
   approach of the attempt that worked; everything before it is an earlier attempt that failed (a
   dropped scoop, a flip that fell back) and is pruned. A trial with no earlier attempt keeps its
   start: a policy cloned from the segment must be able to begin where an episode begins;
@@ -26,6 +27,7 @@ import numpy as np
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.scoring import Scorer
+from robo_coevolve.scoring.progress import PLATE_DISTANCE
 from robo_coevolve.scoring.success import success_over_time
 from robo_coevolve.segment import Segment
 from robo_coevolve.task_spec import BLADE_START_SKILLS
@@ -36,6 +38,8 @@ def attempt_start_condition(skill: str, ev: dict[str, np.ndarray]) -> np.ndarray
     """(T,) bool: the egg is back where an attempt of ``skill`` starts from."""
     if skill == "scoop":
         return ev["on_pan"] & ~ev["on_blade"] & ev["resting"]
+    if skill == "serve":
+        return ev["blade_only"] & (ev["to_plate"] > PLATE_DISTANCE / 2)
     if skill in BLADE_START_SKILLS:
         return ev["blade_only"] & (ev["up_z"] > 0.7) & ev["resting"]
     if skill == "catch":

@@ -15,7 +15,9 @@ from collections import deque
 import numpy as np
 
 from robo_coevolve.scoring.integrity import integrity_from_peak
+from robo_coevolve.scoring.success import side_kept
 from robo_coevolve.scoring.thresholds import Thresholds
+from robo_coevolve.task_spec import PLATE_CENTRE
 
 Events = dict[str, np.ndarray]
 
@@ -48,7 +50,9 @@ WEIGHTS = {
     "flip": (0.3, 0.4, 0.3),
     "catch": (0.2, 0.2, 0.3, 0.3),
     "toss": (0.2, 0.2, 0.3, 0.3),
+    "serve": (0.2, 0.2, 0.3, 0.3),
 }
+PLATE_DISTANCE = math.hypot(*PLATE_CENTRE)  # m from the pan's centre: a serve's carry to cover
 
 
 def _combine(
@@ -59,7 +63,9 @@ def _combine(
     integrity: float,
     thresholds: Thresholds,
 ) -> float:
-    """The weighted terms, zero for a diverged trial, cut for a fallen or cracked egg."""
+    """The weighted terms, zero for a diverged trial, cut for a fallen or cracked egg. An egg that
+    lands on the plate in any skill but serve has left the stove as a fallen one has: it is cut
+    the same (else flinging it onto the plate would beat dropping it)."""
     score = sum(w * v for w, v in zip(WEIGHTS[skill], terms, strict=True))
     if not finite:
         return 0.0
@@ -81,7 +87,10 @@ def progress(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) ->
     blade alone held the egg after it had been in the air (a catch) before it ever touched the
     pan, how far turned over it ever was in such a catch, and the end window's fraction of steps
     where it is upside down and lifted on the blade alone, and also resting. (Turning the egg over
-    is not credited by itself: the search would find flips onto the pan, not throws.)
+    is not credited by itself: the search would find flips onto the pan, not throws.); serve: how
+    near the plate's centre the blade or the plate ever held the egg (full on it, nothing
+    ``PLATE_DISTANCE`` away), the plate alone ever held it, and the end window's fraction of steps
+    where it lies on the plate alone the side up it started, and also resting.
     """
     if skill not in WEIGHTS:
         raise ValueError(f"no progress measure for skill {skill!r}")
@@ -94,6 +103,16 @@ def progress(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) ->
             min(1.0, lift),
             _end(lifted_on_blade, hold_steps),
             _end(lifted_on_blade & ev["resting"], hold_steps),
+        )
+    elif skill == "serve":
+        supported = held | ev["plate_only"]
+        closest = np.where(supported, ev["to_plate"], PLATE_DISTANCE).min(initial=PLATE_DISTANCE)
+        served = ev["plate_only"] & side_kept(ev, thresholds)
+        terms = (
+            max(0.0, 1.0 - float(closest) / PLATE_DISTANCE),
+            float(ev["plate_only"].any()),
+            _end(served, hold_steps),
+            _end(served & ev["resting"], hold_steps),
         )
     elif skill == "flip":
         turned = (1.0 - ev["up_z"]) / 2  # 0 upright, 1 upside down
@@ -123,7 +142,8 @@ def progress(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) ->
                 _end(upside_down & ev["resting"], hold_steps),
             )
     integrity = float(ev["integrity"][-1]) if len(ev["integrity"]) else 1.0
-    return _combine(skill, terms, bool(ev["finite"].all()), bool(ev["on_floor"].any()), integrity, thresholds)
+    lost = ev["on_floor"] | (ev["on_plate"] if skill != "serve" else False)
+    return _combine(skill, terms, bool(ev["finite"].all()), bool(lost.any()), integrity, thresholds)
 
 
 class _Window:
@@ -166,6 +186,8 @@ class ProgressTracker:
         # scoop: highest egg on the blade alone; flip: most turned over; toss: most turned over
         # while held as for ``_held``
         self._highest = 0.0
+        self._closest = PLATE_DISTANCE  # serve: nearest the blade or plate held the egg to the plate
+        self._started_upright: bool | None = None  # serve: the side the egg started
         self._window = _Window(self.hold_steps)
         self._window_resting = _Window(self.hold_steps)
         self._finite = True
@@ -182,11 +204,19 @@ class ProgressTracker:
             self._peak_force = force
             self._integrity = float(integrity_from_peak(force, th))
         self._finite = self._finite and ev["finite"]
-        self._fell = self._fell or ev["on_floor"]
+        self._fell = self._fell or ev["on_floor"] or (self.skill != "serve" and ev["on_plate"])
         held = ev["blade_only"]
         if self.skill == "flip":
             self._highest = max(self._highest, (1.0 - ev["up_z"]) / 2)
             flag = ev["upside_down"]
+        elif self.skill == "serve":
+            if self._started_upright is None:
+                self._started_upright = ev["up_z"] >= 0
+            if held or ev["plate_only"]:
+                self._closest = min(self._closest, ev["to_plate"])
+            self._held = self._held or ev["plate_only"]
+            up_z, bar = ev["up_z"], th.upside_down_z
+            flag = ev["plate_only"] and (up_z > -bar if self._started_upright else up_z < bar)
         elif self.skill == "toss":
             self._flew = self._flew or ev["in_air"]
             if ev["on_pan"]:
@@ -212,6 +242,8 @@ class ProgressTracker:
             terms = (self._highest, end, end_resting)
         elif self.skill == "toss":
             terms = (float(self._held), self._highest, end, end_resting)
+        elif self.skill == "serve":
+            terms = (max(0.0, 1.0 - self._closest / PLATE_DISTANCE), float(self._held), end, end_resting)
         else:
             terms = (float(self._held), float(not self._touched_pan), end, end_resting)
         return _combine(self.skill, terms, self._finite, self._fell, self._integrity, th)

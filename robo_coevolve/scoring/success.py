@@ -10,12 +10,15 @@ never touched the floor, and its integrity stayed at or above ``min_integrity``.
 
 - **scoop**: at the end the egg is supported by the blade alone, lifted at least ``lift_height``
   above the pan surface, and resting on the blade.
-- **flip**: at the end the egg is upside down and resting (on the pan or on the blade).
+- **flip**: at the end the egg is upside down and resting (on the pan or on the blade, not the
+  plate).
 - **catch**: the egg never touched the pan; at the end it is supported by the blade alone, above
   ``lift_height``, and resting on it.
 - **toss**: the egg never touched the pan and was in the air (touching nothing) at some step: it
   was thrown, not pushed over; at the end it is upside down, supported by the blade alone, above
   ``lift_height``, and resting on it.
+- **serve**: at the end the egg is supported by the plate alone, resting on it, with the side up
+  that it started with (a serve's instruction names that side, ``TaskSpec.egg_side_up``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ def scoop(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
 def flip(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
     if not ev["upside_down"][end].all():
         return False, "egg not upside down at the end"
+    if ev["on_plate"][end].any():
+        return False, "egg turned over onto the plate, not in the pan"
     if not ev["resting"][end].all():
         return False, "egg still moving at the end"
     return True, "success"
@@ -84,26 +89,46 @@ def toss(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
     return _held_on_blade(ev, end, thresholds)
 
 
+def side_kept(ev: Events, thresholds: Thresholds) -> np.ndarray:
+    """Per step, whether the egg lies clearly the side up it started with."""
+    up_z = ev["up_z"]
+    started_upright = len(up_z) == 0 or up_z[0] >= 0
+    return up_z > -thresholds.upside_down_z if started_upright else up_z < thresholds.upside_down_z
+
+
+def serve(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
+    if not ev["plate_only"][end].all():
+        return False, "egg not lying on the plate alone at the end"
+    if not side_kept(ev, thresholds)[end].all():
+        return False, "egg not the side up it was served as"
+    if not ev["resting"][end].all():
+        return False, "egg still moving on the plate at the end"
+    return True, "success"
+
+
 PREDICATES: dict[str, Callable[[Events, slice, Thresholds], tuple[bool, str]]] = {
     "scoop": scoop,
     "flip": flip,
     "catch": catch,
     "toss": toss,
+    "serve": serve,
 }
 
 
-def _condition(skill: str, ev: Events) -> np.ndarray:
+def _condition(skill: str, ev: Events, thresholds: Thresholds) -> np.ndarray:
     """Per step, whether the skill's end condition holds at that instant."""
     settled = ev["blade_only"] & ev["lifted"] & ev["resting"]
     if skill == "scoop":
         return settled
     if skill == "flip":
-        return ev["upside_down"] & ev["resting"]
+        return ev["upside_down"] & ev["resting"] & ~ev["on_plate"]
     if skill == "catch":
         return settled & ~np.maximum.accumulate(ev["on_pan"])
     if skill == "toss":
         thrown = np.maximum.accumulate(ev["in_air"]) & ~np.maximum.accumulate(ev["on_pan"])
         return settled & ev["upside_down"] & thrown
+    if skill == "serve":
+        return ev["plate_only"] & side_kept(ev, thresholds) & ev["resting"]
     raise ValueError(f"no success predicate for skill {skill!r}: known are {sorted(PREDICATES)}")
 
 
@@ -112,7 +137,7 @@ def success_over_time(skill: str, ev: Events, hold_steps: int, thresholds: Thres
     once (``judge`` on every prefix, vectorised)."""
     if skill not in PREDICATES:
         raise ValueError(f"no success predicate for skill {skill!r}: known are {sorted(PREDICATES)}")
-    failed = np.cumsum(~_condition(skill, ev))
+    failed = np.cumsum(~_condition(skill, ev, thresholds))
     t = np.arange(len(failed))
     start = np.maximum(0, t - hold_steps + 1)
     before = np.where(start > 0, failed[np.maximum(start - 1, 0)], 0)

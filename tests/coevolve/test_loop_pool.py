@@ -20,7 +20,7 @@ from robo_coevolve.library import SkillLibrary
 # Scoop is never mastered, so iterations 2 and 3 run synthesis on its pool after the search; with
 # grip 1.0 they explore with primitives whatever the tiny policy scores (2 of 8 tasks on one CPU,
 # 1 on another), so the pool's trials do not hinge on the last bits of a training run. The answer
-# search takes any variant (bar 1.0) once it has 2 primitive trials: iteration 3 runs one.
+# search takes any variant (bar 1.0) once it has 2 primitive trials: iteration 2 or 3 runs one.
 TINY = [
     "coevolve=default",
     "coevolve.answer={_target_: robo_coevolve.coevolve.AnswerSearch, trials: 100, population: 20,"
@@ -99,12 +99,16 @@ def test_the_pool_feeds_exploration_and_is_saved_with_the_run(uninterrupted):
 
 
 def test_the_answer_search_runs_once_and_its_trials_count(uninterrupted):
+    """The answer search runs in the first synthesis round where a variant has 2 mode trials
+    (iteration 2 or 3, by how the search's trials fell), and never again (max_searches 1)."""
     rows = metrics(uninterrupted)
-    assert rows[1]["explore"]["coevolve"]["answer"] is None  # no variant had 2 mode trials yet
-    answer = rows[2]["explore"]["coevolve"]["answer"]
+    ran = [k for k, r in enumerate(rows[1:], 1) if r["explore"]["coevolve"]["answer"] is not None]
+    assert len(ran) == 1
+    row = rows[ran[0]]
+    answer = row["explore"]["coevolve"]["answer"]
     assert (
         answer["trials"] >= 100 + 2 * 2 * 10
-        and answer["trials"] <= rows[2]["explore"]["coevolve"]["validation_trials"]
+        and answer["trials"] <= row["explore"]["coevolve"]["validation_trials"]
     )
     assert TaskPool.load(uninterrupted / RunState.load(uninterrupted).pools["scoop"]).searched == [
         answer["target"]
@@ -116,9 +120,9 @@ def test_the_answer_search_runs_once_and_its_trials_count(uninterrupted):
     )
     if answer["adopted"]:  # the node's answer and a mode now; its demonstrations competed
         assert node["best_params"] == node["modes"][-1] and answer["demos"] == 20
-        assert rows[2]["explore"]["examples"] in ("answer", "explored")
+        assert row["explore"]["examples"] in ("answer", "explored")
     else:
-        assert answer["demos"] == 0 and "examples" not in rows[2]["explore"]
+        assert answer["demos"] == 0 and "examples" not in row["explore"]
 
 
 def test_the_pool_survives_a_sigkill_and_resume(uninterrupted, tmp_path):

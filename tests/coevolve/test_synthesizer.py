@@ -20,7 +20,9 @@ def test_the_physics_check_passes_default_starts_and_rejects_an_egg_that_will_no
     assert check_physics(TaskSpec.for_skill("scoop")).valid
     assert check_physics(TaskSpec.for_skill("flip")).valid
     assert check_physics(TaskSpec.for_skill("toss")).valid
-    steep = check_physics(TaskSpec.for_skill("flip", spatula_pose=(0.0, 0.0, 0.08, 0.8, 0.0)))
+    assert check_physics(TaskSpec.for_skill("serve", egg_side_up="white")).valid
+    # tip up, so the egg slides back into the pan (tipped down it can reach the plate)
+    steep = check_physics(TaskSpec.for_skill("flip", spatula_pose=(0.0, 0.0, 0.08, -0.8, 0.0)))
     assert not steep.valid and "fell" in steep.reason
 
 
@@ -45,7 +47,7 @@ def weak_pool(base: TaskDistribution) -> TaskPool:
 
 
 def test_physically_invalid_synthesized_tasks_are_rejected(backend, scoop_modes):
-    base = TaskDistribution(TaskSpec.for_skill("flip", spatula_pose=(0.0, 0.0, 0.08, 0.8, 0.0)))
+    base = TaskDistribution(TaskSpec.for_skill("flip", spatula_pose=(0.0, 0.0, 0.08, -0.8, 0.0)))
     pool = weak_pool(base)
     synth = TaskSynthesizer(TaskSpace({"egg_mass": (0.03, 0.08)}), rare_proposals=0, proposals_per_weak=3)
     report, successes = synth.evolve(pool, scoop_modes, backend, np.random.default_rng(0), iteration=2)

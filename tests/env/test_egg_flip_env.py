@@ -15,7 +15,7 @@ from robo_coevolve import SKILLS, TaskSpec
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.env.point_cloud import WORKSPACE_HIGH, WORKSPACE_LOW
 
-CONTACT_SENSORS = ("egg_on_blade", "egg_on_pan", "egg_on_floor", "egg_on_burner")
+CONTACT_SENSORS = ("egg_on_blade", "egg_on_pan", "egg_on_floor", "egg_on_burner", "egg_on_plate")
 
 
 @pytest.fixture
@@ -448,3 +448,23 @@ def test_episode_truncates_at_horizon(make_env):
 def test_instruction_outside_text_space_is_rejected():
     with pytest.raises(ValueError, match="instruction"):
         EggFlipEnv(task=TaskSpec.for_skill("flip", instruction="flip: now"))
+
+
+@pytest.mark.parametrize("pan_height", [0.4, 0.45, 0.5])
+def test_the_plate_is_where_the_scorer_looks_for_it(pan_height):
+    """task_spec's PLATE_CENTRE and PLATE_RADIUS are the scene's, at every pan height: its flat
+    is level with the pan surface, within the spatula's reach."""
+    from robo_coevolve.env.physics import build_model
+    from robo_coevolve.task_spec import PLATE_CENTRE, PLATE_RADIUS, SPATULA_HIGH
+
+    m = build_model(pan_height, 1.0)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    plate, pan = d.xpos[m.body("plate").id], d.xpos[m.body("pan").id]
+    assert np.allclose(plate[:2] - pan[:2], PLATE_CENTRE) and plate[2] == pytest.approx(pan[2])
+    bottom = m.geom("plate_bottom")
+    assert bottom.size[0] == pytest.approx(PLATE_RADIUS)
+    assert d.geom_xpos[bottom.id][2] + bottom.size[1] == pytest.approx(pan[2])  # its top is the pan's level
+    assert PLATE_CENTRE[0] + PLATE_RADIUS / 2 < SPATULA_HIGH[0] + 0.05  # the blade reaches past its centre
+    stand = m.geom("plate_stand")
+    assert d.geom_xpos[stand.id][2] - stand.size[1] == pytest.approx(0.0, abs=1e-9)  # it stands on the floor

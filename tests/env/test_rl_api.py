@@ -177,12 +177,16 @@ def test_tracker_rejects_an_unknown_skill():
 
 
 def test_phase_index_order_on_scalars_and_arrays():
-    flags = dict(on_blade=True, on_pan=True, on_burner=False, on_floor=False, finite=True)
+    flags = dict(on_blade=True, on_pan=True, on_burner=False, on_floor=False, finite=True, on_plate=False)
     assert PHASES[phase_index(**flags)] == "pinched"
+    assert PHASES[phase_index(**{**flags, "on_pan": False, "on_plate": True})] == "pinched"
+    assert (
+        PHASES[phase_index(**{**flags, "on_blade": False, "on_pan": False, "on_plate": True})] == "on plate"
+    )
     assert PHASES[phase_index(**{**flags, "on_floor": True})] == "on floor"
     assert PHASES[phase_index(**{**flags, "finite": False})] == "diverged"
     blade = np.array([True, False, False])
     pan = np.array([False, True, False])
     none = np.zeros(3, bool)
-    got = phase_index(blade, pan, none, none, ~none)
+    got = phase_index(blade, pan, none, none, ~none, none)
     assert [PHASES[i] for i in got] == ["on blade", "on pan", "in air"]

@@ -82,7 +82,7 @@ def test_start_offsets_lie_past_the_nodes_range(skill):
             assert t.egg_offset_range == 0 and t.spatula_pose_range[:2] == (0.0, 0.0)
 
 
-@pytest.mark.parametrize("skill", ["flip", "toss"])
+@pytest.mark.parametrize("skill", ["flip", "toss", "serve"])
 def test_start_offsets_move_the_blade_with_the_egg_on_it(skill):
     """An egg that starts on the blade keeps its offset from the blade; the blade's start moves."""
     dist = TaskDistribution.for_skill(skill)
@@ -99,19 +99,28 @@ def test_a_toss_instruction_is_no_wrong_skill_for_a_flip():
     assert not {t.instruction for t in flip} & every_toss
     toss = family("wrong skill").tasks(TaskDistribution.for_skill("toss"), np.random.default_rng(4), 60)
     asked = {s for t in toss for s in SKILLS if t.instruction in PARAPHRASES[s]["heldout"]}
-    assert asked == {"scoop", "flip", "catch"}
+    assert asked == {"scoop", "flip", "catch", "serve"}
+
+
+def test_a_turned_serve_is_paraphrased_yolk_down():
+    """A serve that starts turned over is asked for yolk down, in every paraphrase."""
+    dist = TaskDistribution.for_skill("serve", egg_side_up="white")
+    for split in ("train", "heldout"):
+        tasks = family("paraphrase").tasks(dist, np.random.default_rng(0), 20, split=split)
+        assert {t.instruction for t in tasks} <= set(PARAPHRASES["serve turned"][split])
 
 
 def test_instructions_of_each_split_are_disjoint_and_held_out_ones_are_new():
-    every_train = {p for s in SKILLS for p in PARAPHRASES[s]["train"]}
+    every_train = {p for key in PARAPHRASES for p in PARAPHRASES[key]["train"]}
     for skill in SKILLS:
         assert PARAPHRASES[skill]["train"][0] == INSTRUCTIONS[skill]
-        assert not set(PARAPHRASES[skill]["heldout"]) & every_train
+    for key in PARAPHRASES:
+        assert not set(PARAPHRASES[key]["heldout"]) & every_train
     dist = TaskDistribution.for_skill("flip")
     said = {t.instruction for t in family("paraphrase").tasks(dist, np.random.default_rng(2), 40)}
     assert said == set(PARAPHRASES["flip"]["heldout"])
     wrong = family("wrong skill").tasks(dist, np.random.default_rng(2), 40)
-    others = {p for s in ("scoop", "catch") for p in PARAPHRASES[s]["heldout"]}
+    others = {p for s in ("scoop", "catch", "serve") for p in PARAPHRASES[s]["heldout"]}
     assert {t.instruction for t in wrong} <= others and all(t.skill == "flip" for t in wrong)
     assert len({t.instruction for t in wrong}) >= 4
 

@@ -21,7 +21,7 @@ def sim():
     s.close()
 
 
-@pytest.mark.parametrize("skill", ["scoop", "flip", "catch", "toss"])
+@pytest.mark.parametrize("skill", ["scoop", "flip", "catch", "toss", "serve"])
 def test_rollout_trials_replay_exactly_in_the_env(sim, skill):
     """Random primitives and noise plans on random tasks (with pushes for scoop): the rollout's
     record equals stepping EggFlipEnv with the same actions from the same start state."""

@@ -1,6 +1,7 @@
 """Core segments: the attempt that worked, without the failed retry before it."""
 
 import numpy as np
+import pytest
 from conftest import run_poses, scripted_trial
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
@@ -80,3 +81,14 @@ def test_a_plain_toss_keeps_its_throw():
     start, stop = core_window(traj, Scorer(1 / traj.control_hz), margin_after=10)
     ev = traj.events()
     assert start == 0 and ev["in_air"][:stop].any() and ev["upside_down"][stop - 1]
+
+
+@pytest.mark.parametrize("side", ["yolk", "white"])
+def test_a_serve_keeps_its_carry_from_either_side_up(side):
+    """A serve starts from the egg at rest on the blade, yolk up or turned over: its core starts
+    at the episode's start and ends with the egg on the plate."""
+    traj = scripted_trial("serve", seed=1, egg_side_up=side)
+    assert traj.success, traj.outcome
+    start, stop = core_window(traj, Scorer(1 / traj.control_hz), margin_after=10)
+    ev = traj.events()
+    assert start == 0 and ev["blade_only"][0] and ev["plate_only"][stop - 1]

@@ -7,7 +7,7 @@ from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.motion import scripted
 from robo_coevolve.motion.keyframes import KeyframeMotion
 from robo_coevolve.scoring import Thresholds
-from robo_coevolve.task_spec import TaskSpec
+from robo_coevolve.task_spec import PLATE_RADIUS, TaskSpec
 from robo_coevolve.trajectory import run_actions, run_motion
 
 
@@ -131,6 +131,35 @@ def test_an_egg_caught_right_side_up_is_no_toss(toss_env):
     assert traj.outcome["reason"] == "egg not upside down at the end"
 
 
+@pytest.mark.parametrize("side", ["yolk", "white"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scripted_serve_lays_the_egg_on_the_plate_its_side_up(seed, side):
+    """The scene admits a serve: carried over the plate and left there as the blade is drawn out
+    from under it, the egg rests on the plate alone, intact, the side up it lay on the blade."""
+    env = EggFlipEnv(task=TaskSpec.for_skill("serve", egg_side_up=side))
+    traj = run_motion(env, scripted.serve, seed=seed)
+    ev = env.scorer.events(env.physics.record(traj.sensors))
+    env.close()
+    assert traj.outcome["success"], traj.outcome
+    assert ev["blade_only"][0] and ev["plate_only"][-1] and not ev["on_pan"].any()
+    assert (ev["up_z"][-1] > 0.99) == (side == "yolk") and abs(ev["up_z"][-1]) > 0.99
+    assert ev["to_plate"][-1] < PLATE_RADIUS and traj.outcome["integrity"] == 1.0
+
+
+@pytest.mark.parametrize("motion", ["slow draw", "no draw"])
+def test_an_egg_dragged_off_the_plate_or_left_on_the_blade_is_no_serve(motion):
+    """Drawn out slowly, the blade drags the egg back off the plate; not drawn out, the blade still
+    holds it: neither is a serve, though both carried it to the plate."""
+    env = EggFlipEnv(task=TaskSpec.for_skill("serve"))
+    changes = {"slow draw": dict(draw_time=0.4), "no draw": dict(draw=0.0)}[motion]
+    traj = run_motion(env, lambda obs: scripted.serve(obs, **changes), seed=0)
+    ev = env.scorer.events(env.physics.record(traj.sensors))
+    env.close()
+    assert ev["to_plate"].min() < 0.06  # it was over the plate
+    assert traj.outcome["reason"] == "egg not lying on the plate alone at the end"
+    assert 0.0 < traj.outcome["progress"] < 0.5
+
+
 def drop_peak_force(height: float) -> tuple[float, float]:
     """Drop the egg flat from ``height`` m onto the pan (spatula parked away): (peak N, integrity)."""
     task = TaskSpec.for_skill(
@@ -175,7 +204,7 @@ def test_egg_pushed_off_the_pan_reaches_the_floor(scoop_env):
     scoop_motion = scripted.scoop(obs)
     lift_end = scoop_motion.times[-1]
     lifted = scoop_motion.poses[-1]
-    outside = [0.28, lifted[1], 0.1, 0.0, 0.0]
+    outside = [lifted[0], -0.28, 0.1, 0.0, 0.0]  # off the side: the plate is at +x
     motion = KeyframeMotion(
         list(scoop_motion.times) + [lift_end + 0.6, lift_end + 0.9],
         list(scoop_motion.poses) + [outside, outside[:4] + [1.8]],

@@ -1,7 +1,7 @@
 """The graded progress score ranks failures by how close they came, from the scorer's events."""
 
 import numpy as np
-from test_scorer import record
+from test_scorer import record, served
 
 from robo_coevolve.scoring import Scorer
 
@@ -65,5 +65,20 @@ def test_toss_progress_credits_catches_by_how_far_the_egg_had_turned():
     onto_pan["egg_on_blade"][6:] = 0
     cases = (tossed(up=-1.0), caught_sliding, half_turned, tossed(up=1.0), onto_pan)
     scores = [progress("toss", r) for r in cases]
+    assert scores[0] == 1.0
+    assert scores[0] > scores[1] > scores[2] > scores[3] > scores[4] == 0.0
+
+
+def test_serve_progress_credits_the_carry_then_the_plate_then_the_side():
+    """A success scores 1; then on the plate the wrong side up; carried on the blade over the plate;
+    carried half way; held where it started."""
+
+    def carried(x):
+        rec = record()
+        rec["egg_pos"][:, 0] = np.linspace(0.0, x, len(rec["egg_pos"]))
+        return rec
+
+    cases = (served(), served(up=-1.0, start_up=1.0), carried(0.25), carried(0.12), carried(0.0))
+    scores = [progress("serve", r) for r in cases]
     assert scores[0] == 1.0
     assert scores[0] > scores[1] > scores[2] > scores[3] > scores[4] == 0.0

@@ -5,10 +5,10 @@ import pytest
 
 from robo_coevolve.scoring import Scorer, Thresholds
 from robo_coevolve.scoring.integrity import integrity_from_peak, integrity_over_time
-from robo_coevolve.task_spec import SKILLS
+from robo_coevolve.task_spec import PLATE_CENTRE, SKILLS
 
 
-def record(steps=20, height=0.06, up=1.0, on_blade=1, on_pan=0, on_floor=0, speed=0.0, force=0.5):
+def record(steps=20, height=0.06, up=1.0, on_blade=1, on_pan=0, on_floor=0, speed=0.0, force=0.5, on_plate=0):
     """A constant record of ``steps`` rows in the scene's sensor layout."""
     col = lambda v, dim=1: np.full((steps, dim), v, dtype=np.float64)  # noqa: E731
     egg_pos = col(0.0, 3)
@@ -31,6 +31,7 @@ def record(steps=20, height=0.06, up=1.0, on_blade=1, on_pan=0, on_floor=0, spee
         "egg_on_pan": col(on_pan),
         "egg_on_floor": col(on_floor),
         "egg_on_burner": col(0),
+        "egg_on_plate": col(on_plate),
     }
 
 
@@ -89,6 +90,46 @@ def test_toss_predicate():
     sliding = {k: v.copy() for k, v in tossed.items()}
     sliding["egg_linvel"][-1, 0] = 0.5
     assert scorer.outcome("toss", sliding).reason == "egg still moving on the blade at the end"
+
+
+def served(up=1.0, start_up=None, **kw):
+    """An egg lying on the plate's centre from step 5 on, carried there on the blade before."""
+    rec = record(height=0.0, on_blade=0, on_plate=1, up=up, **kw)
+    rec["egg_pos"][:, 0] = PLATE_CENTRE[0]
+    rec["egg_on_plate"][:5], rec["egg_on_blade"][:5] = 0, 1
+    if start_up is not None:
+        rec["egg_up"][0, 2] = start_up
+    return rec
+
+
+def test_serve_predicate():
+    """On the plate alone, at rest, the side up it started with; a turned-over egg is served
+    turned over (its instruction says yolk down)."""
+    assert scorer.outcome("serve", served()).success
+    assert scorer.outcome("serve", served(up=-1.0, start_up=-1.0)).success
+    assert (
+        scorer.outcome("serve", served(up=-1.0, start_up=1.0)).reason
+        == "egg not the side up it was served as"
+    )
+    assert (
+        scorer.outcome("serve", served(up=1.0, start_up=-1.0)).reason
+        == "egg not the side up it was served as"
+    )
+    pinned = served()
+    pinned["egg_on_blade"][:] = 1
+    assert scorer.outcome("serve", pinned).reason == "egg not lying on the plate alone at the end"
+    assert scorer.outcome("serve", served(speed=0.3)).reason == "egg still moving on the plate at the end"
+    assert scorer.outcome("serve", served(force=59.0)).reason.startswith("egg cracked")
+    on_pan = served()
+    on_pan["egg_on_plate"][:] = 0
+    on_pan["egg_on_pan"][5:] = 1
+    assert not scorer.outcome("serve", on_pan).success
+
+
+def test_a_flip_onto_the_plate_is_no_flip():
+    onto_plate = served(up=-1.0)
+    assert scorer.outcome("flip", onto_plate).reason == "egg turned over onto the plate, not in the pan"
+    assert not scorer.outcome("flip", onto_plate).success
 
 
 def test_success_must_hold_over_the_hold_window():

@@ -29,7 +29,22 @@ class ScriptedTossPlan:
         return {"plan": "scripted toss", "roll": self.roll}
 
 
-@pytest.mark.parametrize("skill", ["scoop", "flip", "catch", "toss"])
+@dataclass(frozen=True)
+class ScriptedServePlan:
+    """The scripted serve with another draw time: a quick draw leaves the egg on the plate, a slow
+    one drags it off, so the serve predicate gets both verdicts."""
+
+    draw_time: float
+
+    def actions(self, obs, env):
+        motion = scripted.serve(obs, draw_time=self.draw_time)
+        return env.pose_to_action(motion.targets(env.control_dt, env.horizon_steps))
+
+    def describe(self):
+        return {"plan": "scripted serve", "draw_time": self.draw_time}
+
+
+@pytest.mark.parametrize("skill", ["scoop", "flip", "catch", "toss", "serve"])
 def test_matches_the_predicate_on_every_prefix(skill):
     sim = OpenLoopSimulator()
     scorer = Scorer(0.02)
@@ -37,6 +52,8 @@ def test_matches_the_predicate_on_every_prefix(skill):
     tasks = TaskDistribution.for_skill(skill).sample_many(rng, 25)
     if skill == "toss":
         plans = [ScriptedTossPlan(r) for r in rng.uniform(0.0, 0.8, 25)]
+    elif skill == "serve":
+        plans = [ScriptedServePlan(t) for t in rng.uniform(0.04, 0.4, 25)]
     else:
         plans = [PrimitivePlan(p) for p in primitives.sample(rng, 25)]
     checked = held = 0
