@@ -7,6 +7,9 @@ threshold on closed-loop policy success over held-out tasks, and its prerequisit
 Training a node rehearses its ancestors (its prerequisites, recursively), so that nothing learned
 before is forgotten.
 
+A tree may also name **recipes** (``Recipe``): sequences of its nodes that one policy runs in
+one episode (``robo_coevolve.recipe`` runs and judges them), evaluated once every stage is mastered.
+
 The tree is plain data: ``to_dict``/``from_dict`` round-trip its progression, which the loop
 persists after every iteration so a run resumes where it stopped.
 """
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from robo_coevolve.task_distribution import TaskDistribution
-from robo_coevolve.task_spec import INSTRUCTIONS, SKILLS, TaskSpecError
+from robo_coevolve.task_spec import SKILLS, TaskSpecError, default_instruction
 
 LOCKED, ACTIVE, MASTERED = "locked", "active", "mastered"
 
@@ -57,7 +60,8 @@ class SkillNode:
             raise SkillTreeError(
                 f"skill_tree node {self.name!r} has skill {self.skill!r}: choose one of {', '.join(SKILLS)}"
             )
-        object.__setattr__(self, "instruction", self.instruction or INSTRUCTIONS[self.skill])
+        side = dict(self.tasks).get("egg_side_up", "yolk")
+        object.__setattr__(self, "instruction", self.instruction or default_instruction(self.skill, side))
         if isinstance(self.requires, str):
             object.__setattr__(self, "requires", (self.requires,))
         object.__setattr__(self, "requires", tuple(self.requires))
@@ -78,10 +82,42 @@ class SkillNode:
         return TaskDistribution.for_skill(self.skill, **{"instruction": self.instruction, **self.tasks})
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """A named sequence of skill-tree nodes run by one policy in one episode.
+
+    Args:
+        name: the recipe's name (not a node's).
+        stages: node names, in the order the policy runs them (at least two).
+        eval_tasks: held-out start states per evaluation.
+        mastery: the success rate the recipe is meant to reach (the picture marks it).
+    """
+
+    name: str
+    stages: tuple[str, ...]
+    eval_tasks: int = 200
+    mastery: float = 0.7
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stages, str) or len(self.stages) < 2:
+            raise SkillTreeError(
+                f"skill_tree recipe {self.name!r}: stages={self.stages!r} must name at least two nodes"
+            )
+        object.__setattr__(self, "stages", tuple(self.stages))
+        if self.eval_tasks < 1:
+            raise SkillTreeError(
+                f"skill_tree recipe {self.name!r}: eval_tasks={self.eval_tasks} must be >= 1"
+            )
+
+
 class SkillTree:
     """Nodes in a dependency order, and each one's status (see the module docstring)."""
 
-    def __init__(self, nodes: Sequence[SkillNode | Mapping[str, Any]]):
+    def __init__(
+        self,
+        nodes: Sequence[SkillNode | Mapping[str, Any]],
+        recipes: Sequence[Recipe | Mapping[str, Any]] = (),
+    ):
         built = [n if isinstance(n, SkillNode) else SkillNode(**dict(n)) for n in nodes]
         if not built:
             raise SkillTreeError("skill_tree.nodes is empty: give at least one node")
@@ -97,16 +133,29 @@ class SkillTree:
                     f"skill_tree node {node.name!r} requires unknown node(s) {unknown}: known are {names}"
                 )
         self.nodes = _topological(by_name)
+        self.recipes = _recipes(recipes, names)
         self.status = {n.name: LOCKED for n in self.nodes}
         self.history: dict[str, list[dict[str, Any]]] = {n.name: [] for n in self.nodes}
         self._unlock()
 
     @classmethod
-    def from_config(cls, nodes: Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, Any]]) -> SkillTree:
-        """From ``{name: {skill, instruction, requires, ...}}`` (the Hydra layout) or a list."""
+    def from_config(
+        cls,
+        nodes: Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, Any]],
+        recipes: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> SkillTree:
+        """From ``{name: {skill, instruction, requires, ...}}`` (the Hydra layout) or a list, and
+        ``recipes`` as ``{name: {stages: [node, ...], eval_tasks}}``."""
+        made = [{"name": n, **dict(spec or {})} for n, spec in (recipes or {}).items()]
         if isinstance(nodes, Mapping):
-            return cls([{"name": name, **dict(spec or {})} for name, spec in nodes.items()])
-        return cls(list(nodes))
+            return cls([{"name": name, **dict(spec or {})} for name, spec in nodes.items()], made)
+        return cls(list(nodes), made)
+
+    def stages(self, recipe: str) -> list[SkillNode]:
+        """The nodes of ``recipe``, in the order it runs them."""
+        if recipe not in self.recipes:
+            raise KeyError(f"no recipe {recipe!r} in the skill tree: known are {sorted(self.recipes)}")
+        return [self.node(s) for s in self.recipes[recipe].stages]
 
     def node(self, name: str) -> SkillNode:
         for n in self.nodes:
@@ -187,6 +236,27 @@ class SkillTree:
     def latest_success(self, name: str) -> float | None:
         h = self.history[name]
         return h[-1]["success"] if h else None
+
+
+def _recipes(recipes: Sequence[Recipe | Mapping[str, Any]], names: list[str]) -> dict[str, Recipe]:
+    """The tree's recipes by name, each stage a node of the tree."""
+    out: dict[str, Recipe] = {}
+    for r in recipes:
+        try:
+            recipe = (
+                r if isinstance(r, Recipe) else Recipe(**{**dict(r), "stages": tuple(r.get("stages", ()))})
+            )
+        except TypeError as e:
+            raise SkillTreeError(f"skill_tree recipe {dict(r).get('name')!r} is invalid: {e}") from e
+        unknown = [s for s in recipe.stages if s not in names]
+        if unknown:
+            raise SkillTreeError(
+                f"skill_tree recipe {recipe.name!r} names unknown node(s) {unknown}: known are {names}"
+            )
+        if recipe.name in names or recipe.name in out:
+            raise SkillTreeError(f"skill_tree recipe {recipe.name!r}: the name is taken by a node or recipe")
+        out[recipe.name] = recipe
+    return out
 
 
 def _topological(by_name: dict[str, SkillNode]) -> list[SkillNode]:

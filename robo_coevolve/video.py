@@ -11,6 +11,7 @@ Command line: ``robo-coevolve-render trial TRIAL.npz [--camera side]`` (``robo_c
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import imageio.v2 as imageio
@@ -55,6 +56,29 @@ def step_overlays(traj: Trajectory, env: EggFlipEnv) -> list[list[str]]:
     return lines
 
 
+def stage_overlays(name: str, stages: Sequence, switches: Sequence[int]) -> Callable:
+    """Overlays for a recipe episode (``recipe.RecipeRun``): the stage and its instruction, then
+    time, phase, integrity and force, for each control step."""
+
+    def texts(traj: Trajectory, env: EggFlipEnv) -> list[list[str]]:
+        events = env.scorer.events(env.physics.record(traj.sensors))
+        force = np.nan_to_num(events["force"])
+        lines = []
+        for t in range(len(traj)):
+            i = min(sum(t >= s for s in switches), len(switches) - 1)
+            lines.append(
+                [
+                    f"{name}, stage {i + 1}/{len(stages)}: {stages[i].name}",
+                    f'"{stages[i].instruction}"',
+                    f"t {(t + 1) / traj.control_hz:5.2f} s   phase: {PHASES[events['phase'][t]]}",
+                    f"integrity {events['integrity'][t]:.2f}   force {force[t]:5.1f} N",
+                ]
+            )
+        return lines
+
+    return texts
+
+
 def render_trial(
     traj: Trajectory,
     path: str | Path,
@@ -62,32 +86,37 @@ def render_trial(
     size: tuple[int, int] = (480, 360),
     frame_every: int = 2,
     tail_s: float = 1.0,
+    overlays: Callable[[Trajectory, EggFlipEnv], list[list[str]]] | None = None,
+    verdict: tuple[bool, str] | None = None,
 ) -> Path:
     """Replay ``traj`` and write an mp4 to ``path``; returns the path.
 
     ``frame_every`` control steps make one frame (2 at 50 Hz gives a 25 fps video); the last frame
-    is held ``tail_s`` s with the final verdict.
+    is held ``tail_s`` s with the final verdict. ``overlays`` makes each step's text (default
+    ``step_overlays``) and ``verdict`` is (success, reason) (default the trajectory's outcome):
+    a recipe passes its stages' (``stage_overlays``) and its own.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     env = EggFlipEnv(task=traj.task, control_hz=traj.control_hz, render_size=size, render_camera=camera)
     try:
-        texts = step_overlays(traj, env)
+        texts = (overlays or step_overlays)(traj, env)
+        first = texts[0] if overlays else texts[0][:3] + ["success not yet"]
         fps = traj.control_hz / frame_every
         env.reset_to_state(traj.initial_state, traj.disturbance, task=traj.task)
         tmp = path.with_name(path.stem + ".part" + path.suffix)
         with imageio.get_writer(tmp, fps=fps, codec="libx264", quality=7, macro_block_size=8) as writer:
-            writer.append_data(overlay(env.render_frame(), texts[0][:3] + ["success not yet"]))
+            writer.append_data(overlay(env.render_frame(), first))
             frame = None
             for t, action in enumerate(traj.actions):
                 env.step(action)
                 if t % frame_every == frame_every - 1 or t == len(traj) - 1:
                     frame = overlay(env.render_frame(), texts[t])
                     writer.append_data(frame)
-            out = traj.outcome
-            verdict = f"{'SUCCESS' if out['success'] else 'FAILED'}: {out['reason']}"
-            colour = (120, 255, 120) if out["success"] else (255, 140, 120)
-            last = overlay(env.render_frame(), texts[-1][:3] + [verdict], colour)
+            success, reason = verdict or (traj.outcome["success"], traj.outcome["reason"])
+            colour = (120, 255, 120) if success else (255, 140, 120)
+            said = f"{'SUCCESS' if success else 'FAILED'}: {reason}"
+            last = overlay(env.render_frame(), texts[-1][:3] + [said], colour)
             for _ in range(max(1, int(tail_s * fps))):
                 writer.append_data(last)
         tmp.replace(path)

@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(
             f"{args.run_dir} has no {STATE_FILE}: no iteration has completed yet, plot it after the first"
         )
-    for path in plots.draw_run(state.skill_tree(), args.out or args.run_dir, state.trials):
+    for path in plots.draw_run(state.skill_tree(), args.out or args.run_dir, state.trials, state.recipes):
         print(f"wrote {path}")
     return 0
 

@@ -6,6 +6,7 @@ examples:
   robo-coevolve-tree evaluate RUN --tasks 100 [--checkpoint RUN/checkpoints/iter_0004]
   robo-coevolve-tree evaluate RUN --suite robustness --tasks 50 [--families push,latency]
       [--arms answer,oracle,final,clone,bc-once] [--policy NAME=DIR] [--json PATH]
+  robo-coevolve-tree evaluate RUN --suite recipes [--tasks 200] [--checkpoint DIR] [--json PATH]
 
 status checks every skill file of the run's library and prints the tree's state. continue
 rebuilds the run's own config (its .hydra overrides, then yours) and resumes the loop in RUN from
@@ -16,7 +17,10 @@ node's held-out tasks and writes RUN/evaluation.json. evaluate --suite robustnes
 node's skill under each perturbation family (``robo_coevolve.evaluation.robustness``) in each arm:
 the node's open-loop answer, the re-planning oracle, the final policy, the clone before practice
 when the run saved one (RUN/checkpoints/iter_<k>_clone), BC once (only when --arms names it) and
-each --policy; prints a table per skill and writes RUN/robustness.json (or --json).
+each --policy; prints a table per skill and writes RUN/robustness.json (or --json). evaluate
+--suite recipes runs each recipe of the run's tree (``robo_coevolve.recipe``) on held-out start
+states, beside the product of its stages' latest success, writes RUN/recipes.json (or --json) and
+a best and a typical failed episode to RUN/videos/recipe_<name>_{best,failure}.mp4.
 """
 
 from __future__ import annotations
@@ -92,6 +96,11 @@ def status(run_dir: Path) -> None:
         print(
             f"{name:12} {tree['status'][name]:9} {latest:>15} {info['iterations']:>11} {info['trials']:>8,}"
         )
+    for name, r in state.recipes.items():
+        print(
+            f"recipe {name} ({' -> '.join(r['stages'])}): {r['success']:.0%} of {r['n']} start states, "
+            f"its stages' product {r.get('product', float('nan')):.0%} ({r['checkpoint']})"
+        )
     print(f"library (every file checked): {library}   checkpoint: {state.checkpoint}")
     if library:  # runs compare by the library's content digest (a resumed run's equals a clean one's)
         print(f"library digest: {SkillLibrary(run_dir / 'library', create=False).digest()}")
@@ -122,6 +131,53 @@ def evaluate(run_dir: Path, tasks: int | None, policy_dir: Path | None) -> None:
             print(f"{node.name:12} {ev.success_rate:6.0%} over {n} tasks  failures: {ev.reasons}")
     out = run_dir / "evaluation.json"
     out.write_text(json.dumps({"checkpoint": str(policy_dir), "nodes": results}, indent=2))
+    print(f"wrote {out}")
+
+
+def recipes_suite(args: argparse.Namespace) -> None:
+    """``evaluate --suite recipes``: each recipe of the run's tree with the run's policy."""
+    from robo_coevolve.atomic import write_text_atomic
+    from robo_coevolve.evolve.artifacts import render_recipe_videos
+    from robo_coevolve.evolve.config import VideoConfig
+    from robo_coevolve.evolve.selection import recipe_seed
+    from robo_coevolve.policy import VLAPolicy
+    from robo_coevolve.recipe import evaluate_recipe
+
+    if args.tasks is not None and args.tasks < 1:
+        raise UsageError(f"--tasks {args.tasks}: give a whole number >= 1")
+    state = saved_state(args.run_dir)
+    if state is None or state.checkpoint is None:
+        raise UsageError(f"{args.run_dir} has no policy checkpoint yet: let the run complete an iteration")
+    tree = state.skill_tree()
+    if not tree.recipes:
+        raise UsageError(f"{args.run_dir}'s skill tree names no recipe: add one under skill_tree.recipes")
+    policy_dir = args.checkpoint or args.run_dir / state.checkpoint
+    policy = VLAPolicy.from_pretrained(policy_dir)
+    seed = int(state.config.get("seed", 0))
+    reports = {}
+    for name, recipe in tree.recipes.items():
+        stages = tree.stages(name)
+        success = {s.name: tree.latest_success(s.name) for s in stages}
+        report, runs = evaluate_recipe(
+            policy,
+            recipe,
+            stages,
+            recipe_seed(seed, tree, name),
+            {k: v for k, v in success.items() if v is not None},
+            n=args.tasks,
+        )
+        report["checkpoint"] = str(policy_dir)
+        report["videos"] = render_recipe_videos(VideoConfig(), args.run_dir, name, stages, runs)
+        reports[name] = report
+        product = f"{report['product']:.0%}" if "product" in report else "- (a stage has no evaluation)"
+        print(
+            f"recipe {name} ({' -> '.join(recipe.stages)}): {report['success']:.0%} of {report['n']} "
+            f"[{report['interval95'][0]:.0%}, {report['interval95'][1]:.0%}], its stages' product {product}; "
+            f"completed {report['completed']}; failures {report['reasons']}"
+        )
+    out = args.json or args.run_dir / "recipes.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out, json.dumps(reports, indent=2))
     print(f"wrote {out}")
 
 
@@ -210,9 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--checkpoint", type=checkpoint, help="policy directory (default: the run's latest)")
     p.add_argument(
         "--suite",
-        choices=("nodes", "robustness"),
+        choices=("nodes", "robustness", "recipes"),
         default="nodes",
-        help="nodes: the policy on each node's tasks; robustness: the perturbation suite",
+        help="nodes: the policy on each node's tasks; robustness: the perturbation suite; recipes: the "
+        "tree's recipes",
     )
     p.add_argument("--families", help="robustness: comma-separated families (default: all)")
     p.add_argument(
@@ -223,7 +280,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--oracle-trials", type=int, default=32, help="robustness: the oracle's trials per task")
     p.add_argument("--bc-seeds", type=int, help="robustness: BC once clones per node (default 1)")
-    p.add_argument("--json", type=Path, help="robustness: the report's path (default RUN/robustness.json)")
+    p.add_argument(
+        "--json",
+        type=Path,
+        help="robustness, recipes: the report's path (default RUN/robustness.json, recipes.json)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     if args.command == "status":
@@ -232,6 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         continue_run(args.run_dir, args.overrides)
     elif args.suite == "robustness":
         robustness_suite(args)
+    elif args.suite == "recipes":
+        recipes_suite(args)
     else:
         evaluate(args.run_dir, args.tasks, args.checkpoint)
     return 0

@@ -31,3 +31,5 @@ ROBUSTNESS = 393_939
 ORACLE = 616_161
 # benchmarks.evaluate sweep: its tasks
 SWEEP = 737_373
+# A run's recipe evaluation: recipe r's start states come from (seed, RECIPE, r's index).
+RECIPE = 858_585

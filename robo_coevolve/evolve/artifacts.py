@@ -4,6 +4,7 @@ checkpoint, evaluation videos, the metrics line, tensorboard scalars; and the ru
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from robo_coevolve.evolve.config import Budget, VideoConfig
 from robo_coevolve.evolve.run_state import CHECKPOINTS, METRICS_FILE, RunState, checkpoint_name
 from robo_coevolve.policy import VLAPolicy
 from robo_coevolve.skill_tree import SkillNode, SkillTree
-from robo_coevolve.video import render_highlights
+from robo_coevolve.video import render_highlights, render_trial, stage_overlays
 
 
 def save_checkpoint(policy: VLAPolicy, output_dir: Path, k: int) -> str:
@@ -39,6 +40,33 @@ def render_videos(video: VideoConfig, output_dir: Path, node: SkillNode, trajs, 
         video.frame_every,
     )
     return {name: str(p.relative_to(output_dir)) for name, p in paths.items()}
+
+
+def render_recipe_videos(video: VideoConfig, output_dir: Path, name: str, stages, runs) -> dict[str, str]:
+    """Videos of a recipe's evaluation (``recipe.RecipeRun`` each), the stage written on the
+    frames: ``best`` (a success, else the run that got furthest) and a typical ``failure`` (of the
+    most common reason, the run that got furthest); returns their paths relative to
+    ``output_dir`` (none when ``video.every`` is 0)."""
+    if not video.every or not runs:
+        return {}
+    picks = {"best": max(runs, key=lambda r: (r.success, r.stages_done))}
+    failures = [r for r in runs if not r.success]
+    if failures:
+        common = Counter(r.reason for r in failures).most_common(1)[0][0]
+        picks["failure"] = max((r for r in failures if r.reason == common), key=lambda r: r.stages_done)
+    out = {}
+    for kind, run in picks.items():
+        path = render_trial(
+            run.trajectory,
+            output_dir / "videos" / f"recipe_{name}_{kind}.mp4",
+            video.camera,
+            tuple(video.size),
+            video.frame_every,
+            overlays=stage_overlays(name, stages, run.switches),
+            verdict=(run.success, run.reason),
+        )
+        out[kind] = str(path.relative_to(output_dir))
+    return out
 
 
 def append_metrics(output_dir: Path, record: dict) -> None:

@@ -69,12 +69,13 @@ from robo_coevolve.evolve.run_state import (
     rollback,
 )
 from robo_coevolve.evolve.schedule import ExploreSchedule
-from robo_coevolve.evolve.selection import eval_seed, select, selection_tasks
+from robo_coevolve.evolve.selection import eval_seed, recipe_seed, select, selection_tasks
 from robo_coevolve.explore.search import SearchConfig
 from robo_coevolve.learn import DistillConfig, evaluate_policy
 from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import PolicyConfig, VLAPolicy
 from robo_coevolve.practice.config import PracticeConfig
+from robo_coevolve.recipe import evaluate_recipe
 from robo_coevolve.skill_tree import SkillNode, SkillTree
 
 log = logging.getLogger(__name__)
@@ -154,10 +155,13 @@ class EvolutionLoop:
             self.iteration(self.state.iteration + 1)
         summary = self.summary(reason)
         summary["library_digest"] = self.library.digest()  # compare runs (a resumed one too) by it
+        recipes = self._recipes()
+        if recipes:
+            summary["recipes"] = recipes
         if self.distill.enabled and self.policy is not None:
             summary["distilled"] = self._distill()
         write_text_atomic(self.output_dir / "summary.json", json.dumps(summary, indent=2))
-        plots.draw_run(self.tree, self.output_dir, self.state.trials)
+        plots.draw_run(self.tree, self.output_dir, self.state.trials, self.state.recipes)
         return summary
 
     def summary(self, reason: str = "") -> dict[str, Any]:
@@ -217,6 +221,44 @@ class EvolutionLoop:
             "holds": report["holds"],
             "seconds": report["seconds"],
         }
+
+    def _recipes(self) -> dict[str, Any]:
+        """Evaluate each recipe whose stages are all mastered with the run's policy (once per
+        checkpoint: a resumed run keeps the saved report), writing ``recipes/<name>.json`` and its
+        videos; returns the reports by recipe."""
+        reports = {}
+        for name, recipe in self.tree.recipes.items():
+            stages = self.tree.stages(name)
+            if self.policy is None or not self.tree.is_mastered(list(recipe.stages)):
+                continue
+            saved = self.state.recipes.get(name)
+            if saved is None or saved.get("checkpoint") != self.state.checkpoint:
+                start = time.perf_counter()
+                report, runs = evaluate_recipe(
+                    self.policy,
+                    recipe,
+                    stages,
+                    recipe_seed(self.seed, self.tree, name),
+                    stage_success={s.name: self.tree.latest_success(s.name) for s in stages},
+                )
+                report["checkpoint"] = self.state.checkpoint
+                report["videos"] = artifacts.render_recipe_videos(
+                    self.video, self.output_dir, name, stages, runs
+                )
+                report["seconds"] = time.perf_counter() - start
+                (self.output_dir / "recipes").mkdir(exist_ok=True)
+                write_text_atomic(self.output_dir / "recipes" / f"{name}.json", json.dumps(report, indent=2))
+                self.state.recipes[name] = report
+                self.state.save(self.output_dir)
+                log.info(
+                    "recipe %s: %.0f%% of %d start states (its stages' product %.0f%%)",
+                    name,
+                    100 * report["success"],
+                    report["n"],
+                    100 * report.get("product", float("nan")),
+                )
+            reports[name] = self.state.recipes[name]
+        return reports
 
     # ----------------------------------------------------------------------- one iteration
     def iteration(self, k: int) -> dict[str, Any]:
@@ -356,7 +398,7 @@ class EvolutionLoop:
         self.state.pools = pools
         self.state.save(self.output_dir)
         self.pools.prune(k, pools)
-        plots.draw_run(self.tree, self.output_dir, self.state.trials)
+        plots.draw_run(self.tree, self.output_dir, self.state.trials, self.state.recipes)
         log.info(
             "iteration %d: %s policy success %s, %d trials (%d successes), library %s, %.0f s%s",
             k,

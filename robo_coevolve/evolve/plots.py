@@ -46,9 +46,16 @@ def plot_progress(
     return path
 
 
-def plot_tree(progress: Mapping[str, Any], requires: Mapping[str, Sequence[str]], path: str | Path) -> Path:
+def plot_tree(
+    progress: Mapping[str, Any],
+    requires: Mapping[str, Sequence[str]],
+    path: str | Path,
+    recipes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Path:
     """The skill tree: one box per node coloured by its status (locked, active, mastered) with
-    its latest success, arrows from prerequisites."""
+    its latest success, arrows from prerequisites; then a box per recipe (``recipes``: name ->
+    ``stages``, ``mastery`` and, once evaluated, ``success`` and ``n``), a dashed arrow from its
+    last stage."""
     path = Path(path)
     names = list(progress["nodes"])
     depth: dict[str, int] = {}
@@ -61,8 +68,11 @@ def plot_tree(progress: Mapping[str, Any], requires: Mapping[str, Sequence[str]]
     for d, col in columns.items():
         for i, name in enumerate(col):
             where[name] = (d, -(i - (len(col) - 1) / 2))
-    width = max(columns) + 1
-    height = max(len(c) for c in columns.values())
+    recipes = dict(recipes or {})
+    for i, name in enumerate(recipes):
+        where[name] = (max(columns) + 1, -(i - (len(recipes) - 1) / 2))
+    width = max(columns) + 1 + bool(recipes)
+    height = max([len(c) for c in columns.values()] + [len(recipes)])
     fig, ax = plt.subplots(figsize=(2.6 * width + 0.5, 1.4 * height + 0.8), dpi=100)
     for name in names:
         for r in requires[name]:
@@ -88,6 +98,30 @@ def plot_tree(progress: Mapping[str, Any], requires: Mapping[str, Sequence[str]]
             fontsize=10,
             bbox=dict(boxstyle="round,pad=0.5", fc=COLOURS.get(status, "white"), ec="#333333"),
         )
+    for name, recipe in recipes.items():
+        last = recipe["stages"][-1]
+        ax.annotate(
+            "",
+            xy=(where[name][0] - 0.42, where[name][1]),
+            xytext=(where[last][0] + 0.32, where[last][1]),
+            arrowprops=dict(arrowstyle="->", color="#555555", lw=1.5, ls="--"),
+        )
+        done = (
+            f"\n{100 * recipe['success']:.0f}% of {recipe['n']}" if "success" in recipe else "\nnot yet run"
+        )
+        ax.text(
+            *where[name],
+            f"recipe {name}\n" + "\n".join(f"{i + 1}. {s}" for i, s in enumerate(recipe["stages"])) + done,
+            ha="center",
+            va="center",
+            fontsize=9,
+            bbox=dict(
+                boxstyle="round,pad=0.5",
+                fc=COLOURS["mastered"] if recipe.get("success") else "white",
+                ec="#333333",
+                ls="--",
+            ),
+        )
     ax.set_xlim(-0.6, width - 0.4)
     ax.set_ylim(-height / 2 - 0.1, height / 2 + 0.1)
     ax.axis("off")
@@ -96,10 +130,27 @@ def plot_tree(progress: Mapping[str, Any], requires: Mapping[str, Sequence[str]]
     return path
 
 
-def draw_run(tree, out_dir: str | Path, trials: int | None = None) -> list[Path]:
-    """``progress.png`` and ``skill_tree.png`` of a ``SkillTree`` (with its progression) in
-    ``out_dir``."""
+def _recipe_colour(recipe: Mapping[str, Any]) -> str:
+    """Mastered once its success reaches its mastery, active once evaluated, white before."""
+    if "success" not in recipe:
+        return "white"
+    return COLOURS["mastered" if recipe["success"] >= recipe["mastery"] else "active"]
+
+
+def draw_run(
+    tree, out_dir: str | Path, trials: int | None = None, evaluated: Mapping[str, Any] | None = None
+) -> list[Path]:
+    """``progress.png`` and ``skill_tree.png`` of a ``SkillTree`` (with its progression and its
+    recipes, ``evaluated``: their latest reports by name) in ``out_dir``."""
     progress, out_dir = tree.to_dict(), Path(out_dir)
+    evaluated = evaluated or {}
+    recipes = {
+        name: {
+            "stages": list(r.stages),
+            **{k: evaluated[name][k] for k in ("success", "n") if name in evaluated},
+        }
+        for name, r in tree.recipes.items()
+    }
     return [
         plot_progress(
             progress,
@@ -107,7 +158,7 @@ def draw_run(tree, out_dir: str | Path, trials: int | None = None) -> list[Path]
             out_dir / "progress.png",
             [] if trials is None else [trials],
         ),
-        plot_tree(progress, {n.name: n.requires for n in tree.nodes}, out_dir / "skill_tree.png"),
+        plot_tree(progress, {n.name: n.requires for n in tree.nodes}, out_dir / "skill_tree.png", recipes),
     ]
 
 

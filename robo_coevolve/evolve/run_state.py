@@ -58,6 +58,8 @@ class RunState:
         trials: trials run so far, all nodes.
         elapsed_s: wall time spent in completed iterations.
         config: the run's resolved config (without its budget), to refuse resuming another run.
+        recipes: per recipe, its latest evaluation (``recipe.evaluate_recipe``'s report, with the
+            checkpoint it ran).
         pools: per node, the task pool file of this iteration (relative to the run directory;
             co-evolution only).
     """
@@ -72,6 +74,7 @@ class RunState:
     elapsed_s: float = 0.0
     config: dict[str, Any] = field(default_factory=dict)
     pools: dict[str, str] = field(default_factory=dict)
+    recipes: dict[str, Any] = field(default_factory=dict)
 
     def save(self, run_dir: str | Path) -> None:
         """Write ``state.json`` atomically (the iteration's commit point)."""
@@ -79,7 +82,9 @@ class RunState:
 
     def skill_tree(self) -> SkillTree:
         """The run's skill tree (from its resolved config) with the progress this state holds."""
-        tree = SkillTree.from_config(self.config["skill_tree"]["nodes"])
+        tree = SkillTree.from_config(
+            self.config["skill_tree"]["nodes"], self.config["skill_tree"].get("recipes")
+        )
         tree.load_progress(self.tree)
         return tree
 

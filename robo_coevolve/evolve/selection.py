@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robo_coevolve.coevolve import TaskPool
+from robo_coevolve.evaluation import seeds
 from robo_coevolve.learn import evaluate_policy, evaluate_tasks
 from robo_coevolve.policy import VLAPolicy
 from robo_coevolve.skill_tree import SkillNode, SkillTree
@@ -52,6 +53,12 @@ def eval_seed(seed: int, tree: SkillTree, node: SkillNode) -> int:
     (so success curves compare like with like)."""
     index = _node_index(tree, node)
     return int(np.random.SeedSequence([seed, 2**31 - 1, index]).generate_state(1)[0] >> 1)
+
+
+def recipe_seed(seed: int, tree: SkillTree, recipe: str) -> int:
+    """Held-out start states of ``recipe`` in the run of ``seed`` (a stream nothing else draws)."""
+    index = list(tree.recipes).index(recipe)
+    return int(np.random.SeedSequence([seed, seeds.RECIPE, index]).generate_state(1)[0] >> 1)
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ def policy_episodes(
 
 
 @contextlib.contextmanager
-def _single_thread_torch():
+def single_thread_torch():
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -118,7 +118,7 @@ def run_policy_episodes(
         shown = list(obs)  # what the policy reads: each obs with the command the policy chose
         actions: list[list[np.ndarray]] = [[] for _ in episodes]
         live = [True] * len(episodes)
-        with _single_thread_torch():
+        with single_thread_torch():
             policy.reset(len(episodes))
             if hasattr(policy, "start_episodes"):
                 policy.start_episodes([ep.noise_seed for ep in episodes])

@@ -143,10 +143,15 @@ class EvolveWorkspace:
             f"\nstopped: {summary['stopped']} after {summary['iterations']} iteration(s), "
             f"{summary['trials']:,} trials, {summary['elapsed_s'] / 60:.1f} min"
         )
-        print(f"{'node':8} {'status':9} {'policy success':>15}")
+        print(f"{'node':12} {'status':9} {'policy success':>15}")
         for name, status in summary["status"].items():
             s = summary["success"][name]
-            print(f"{name:8} {status:9} {'-' if s is None else f'{s:.0%}':>15}")
+            print(f"{name:12} {status:9} {'-' if s is None else f'{s:.0%}':>15}")
+        for name, r in summary.get("recipes", {}).items():
+            print(
+                f"recipe {name} ({' -> '.join(r['stages'])}): {r['success']:.0%} of {r['n']} start states, "
+                f"its stages' product {r.get('product', float('nan')):.0%}"
+            )
         distilled = summary.get("distilled")
         if distilled:
             bars = {n.name: n.mastery for n in self.tree.nodes}
@@ -154,7 +159,7 @@ class EvolveWorkspace:
             minutes = distilled["seconds"] / 60
             print(f"distilled into the student in {minutes:.1f} min ({held}), in distilled/:")
             for name, s in distilled["student"].items():
-                print(f"{name:8} {'held' if s >= bars[name] else 'missed':9} {s:>15.0%}")
+                print(f"{name:12} {'held' if s >= bars[name] else 'missed':9} {s:>15.0%}")
         print(
             f"outputs in {self.output_dir}: metrics.jsonl, progress.png, skill_tree.png, videos/, library/, "
             "checkpoints/"

@@ -35,6 +35,8 @@ TINY = [
     "skill_tree.nodes.scoop.eval_tasks=16",
     "skill_tree.nodes.scoop.mastery=0.05",
     "skill_tree.nodes.flip.eval_tasks=16",
+    "skill_tree.recipes.cook.stages=[scoop,flip]",  # both mastered: the run ends with the recipe
+    "skill_tree.recipes.cook.eval_tasks=4",
     "budget.iterations=2",
     "workspace.refine_successes=60",
     "budget.until=null",
@@ -87,7 +89,25 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
     assert rows[1]["library"]["scoop"] == rows[0]["library"]["scoop"] > 0 and rows[1]["library"]["flip"] > 0
     summary = json.loads((d / "summary.json").read_text())
     assert summary["stopped"] == "iterations" and summary["iterations"] == 2
-    assert summary["status"] == {"scoop": "mastered", "flip": "mastered", "catch": "active", "toss": "active"}
+    assert summary["status"] == {
+        "scoop": "mastered",
+        "flip": "mastered",
+        "catch": "active",
+        "toss": "active",
+        "serve": "active",
+        "serve_turned": "locked",
+    }
+    # the recipe (scoop then flip here) ran once its stages were mastered, with its own video
+    cook = summary["recipes"]["cook"]
+    assert cook == json.loads((d / "recipes" / "cook.json").read_text())
+    assert (
+        cook["n"] == 4
+        and cook["stages"] == ["scoop", "flip"]
+        and cook["checkpoint"] == "checkpoints/iter_0002"
+    )
+    assert set(cook["completed"]) == {"scoop", "flip"} and 0 <= cook["success"] <= cook["completed"]["scoop"]
+    assert cook["product"] == pytest.approx(rows[1]["success"]["scoop"] * rows[1]["success"]["flip"])
+    assert (d / cook["videos"]["best"]).stat().st_size > 1000
     assert summary["library_digest"] == SkillLibrary(d / "library").digest()
     state = json.loads((d / "state.json").read_text())
     assert state["iteration"] == 2 and state["checkpoint"] == "checkpoints/iter_0002"
@@ -164,8 +184,15 @@ def test_scripts_show_evaluate_plot_and_render_a_run(uninterrupted, tmp_path):
     assert f"library digest: {SkillLibrary(uninterrupted / 'library').digest()}" in status
     cli("tree", "evaluate", d, "--tasks", "4")
     evaluation = json.loads((uninterrupted / "evaluation.json").read_text())
-    assert set(evaluation["nodes"]) == {"scoop", "flip", "catch", "toss"}
+    assert set(evaluation["nodes"]) == {"scoop", "flip", "catch", "toss", "serve", "serve_turned"}
     assert all(e["n"] == 4 for e in evaluation["nodes"].values())
+    assert "recipe cook (scoop -> flip): " in status
+    out = cli(
+        "tree", "evaluate", d, "--suite", "recipes", "--tasks", "2", "--json", str(tmp_path / "r.json")
+    ).stdout
+    cook = json.loads((tmp_path / "r.json").read_text())["cook"]
+    assert cook["n"] == 2 and "recipe cook (scoop -> flip): " in out
+    assert cook["product"] == json.loads((uninterrupted / "recipes" / "cook.json").read_text())["product"]
     cli("plot", d, "--out", str(tmp_path))
     assert (tmp_path / "progress.png").stat().st_size > 1000 and (tmp_path / "skill_tree.png").is_file()
     out = cli(
