@@ -73,6 +73,16 @@ EGG_RIM_RADIUS = 0.045  # m, at egg_size = 1
 SPATULA_LOW = (-0.3, -0.3, -0.02, -1.2, -3.5)  # x, y, z, pitch, roll joint limits
 SPATULA_HIGH = (0.3, 0.3, 0.45, 1.2, 3.5)
 
+# The egg resting on the blade (offset from the blade centre), the blade held above the pan: where
+# a scoop ends, and where flip, toss and serve start.
+_ON_RAISED_BLADE: dict[str, Any] = dict(
+    egg_offset=(0.0, 0.0),
+    egg_offset_range=0.01,
+    egg_height=0.0,
+    spatula_pose=(0.0, 0.0, 0.08, 0.0, 0.0),
+    spatula_pose_range=(0.02, 0.02, 0.01, 0.0, 0.0),
+)
+
 # Skill-specific nominal start states; any field can be overridden by the caller.
 _SKILL_DEFAULTS: dict[str, dict[str, Any]] = {
     # Egg on the pan, blade resting on the pan behind it, tip slightly down.
@@ -84,15 +94,7 @@ _SKILL_DEFAULTS: dict[str, dict[str, Any]] = {
         spatula_pose_range=(0.01, 0.01, 0.0, 0.02, 0.0),
         horizon=3.0,
     ),
-    # Egg resting on the blade (offset from the blade centre), blade held above the pan.
-    "flip": dict(
-        egg_offset=(0.0, 0.0),
-        egg_offset_range=0.01,
-        egg_height=0.0,
-        spatula_pose=(0.0, 0.0, 0.08, 0.0, 0.0),
-        spatula_pose_range=(0.02, 0.02, 0.01, 0.0, 0.0),
-        horizon=3.0,
-    ),
+    "flip": dict(_ON_RAISED_BLADE, horizon=3.0),
     # Egg tossed up above the pan, spatula waiting off to one side below it.
     "catch": dict(
         egg_offset=(0.0, 0.0),
@@ -105,26 +107,12 @@ _SKILL_DEFAULTS: dict[str, dict[str, Any]] = {
         spatula_pose_range=(0.01, 0.01, 0.01, 0.0, 0.0),
         horizon=2.0,
     ),
-    # As flip's start: the egg resting on the blade held above the pan. A throw, a turn in the air
-    # and a catch take well under a second; the rest of the horizon shows the egg held still.
-    "toss": dict(
-        egg_offset=(0.0, 0.0),
-        egg_offset_range=0.01,
-        egg_height=0.0,
-        spatula_pose=(0.0, 0.0, 0.08, 0.0, 0.0),
-        spatula_pose_range=(0.02, 0.02, 0.01, 0.0, 0.0),
-        horizon=2.0,
-    ),
-    # As flip's start; the plate is beside the pan, where the blade points. Carrying the egg
-    # there, laying it down and drawing the blade out takes about 1.5 s.
-    "serve": dict(
-        egg_offset=(0.0, 0.0),
-        egg_offset_range=0.01,
-        egg_height=0.0,
-        spatula_pose=(0.0, 0.0, 0.08, 0.0, 0.0),
-        spatula_pose_range=(0.02, 0.02, 0.01, 0.0, 0.0),
-        horizon=3.0,
-    ),
+    # A throw, a turn in the air and a catch take well under a second; the rest of the horizon
+    # shows the egg held still.
+    "toss": dict(_ON_RAISED_BLADE, horizon=2.0),
+    # The plate is beside the pan, where the blade points. Carrying the egg there, laying it down
+    # and drawing the blade out takes about 1.5 s.
+    "serve": dict(_ON_RAISED_BLADE, horizon=3.0),
 }
 
 
