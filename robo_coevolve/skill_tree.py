@@ -104,6 +104,8 @@ class Recipe:
                 f"skill_tree recipe {self.name!r}: stages={self.stages!r} must name at least two nodes"
             )
         object.__setattr__(self, "stages", tuple(self.stages))
+        if not 0 < self.mastery <= 1:
+            raise SkillTreeError(f"skill_tree recipe {self.name!r}: mastery={self.mastery} must be in (0, 1]")
         if self.eval_tasks < 1:
             raise SkillTreeError(
                 f"skill_tree recipe {self.name!r}: eval_tasks={self.eval_tasks} must be >= 1"

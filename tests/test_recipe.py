@@ -111,6 +111,8 @@ def test_recipes_are_checked_against_the_tree():
         SkillTree.from_config(nodes, {"cook": {"stages": ["scoop", "season"]}})
     with pytest.raises(SkillTreeError, match="at least two nodes"):
         SkillTree.from_config(nodes, {"cook": {"stages": ["scoop"]}})
+    with pytest.raises(SkillTreeError, match=r"mastery=1.5 must be in \(0, 1\]"):
+        SkillTree.from_config(nodes, {"cook": {"stages": ["scoop", "serve"], "mastery": 1.5}})
     with pytest.raises(SkillTreeError, match="name is taken"):
         SkillTree.from_config(nodes, {"serve": {"stages": ["scoop", "serve"]}})
     assert isinstance(
