@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> None:
     else:
         labeller = Distiller(VLAPolicy.from_pretrained(args.teacher), backend=None)
         rehearsed = {name: labeller.from_segments(segs) for name, segs in rehearsed.items()}
-    rehearsal = ChunkDataset.concat(list(rehearsed.values())) if rehearsed else None
+    rehearsal = list(rehearsed.values())  # one data set per kept node (TrainConfig.rehearsal_balance)
     print(
         f"{r.dir}: {node.name} {len(current):,} samples; rehearsing "
         + (", ".join(f"{name} {len(d):,}" for name, d in rehearsed.items()) or "nothing")

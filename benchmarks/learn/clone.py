@@ -156,9 +156,9 @@ def run(args: argparse.Namespace) -> None:
                         if data is None:  # the candidates share one config: build (render) it once
                             data = dataset(library, skill, policy, args.max_segments)
                             if args.rehearse:
-                                rehearsal = ChunkDataset.concat(
-                                    [dataset(library, s, policy, args.max_segments) for s in args.rehearse]
-                                )
+                                rehearsal = [
+                                    dataset(library, s, policy, args.max_segments) for s in args.rehearse
+                                ]
                         fit = BCTrainer(policy, TrainConfig(**{**vars(config), "seed": k})).fit(
                             data, rehearsal=rehearsal
                         )

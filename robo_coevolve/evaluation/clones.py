@@ -65,13 +65,12 @@ def bc_once(
     if own is None:
         raise SystemExit(f"{run.dir}: the library holds no {skill} segment of iteration {first}")
     earlier = [d for d in (data(s, None, first - 1) for s in library.skills() if s != skill) if d]
-    rehearsal = ChunkDataset.concat(earlier) if earlier else None
     jobs = []
     for extra in extras:
         rows = own if extra is None else ChunkDataset.concat([own, extra])
         for seed in seeds:
             torch.manual_seed(seed)
             policy = VLAPolicy(config)
-            jobs.append(CloneJob(policy, torch.get_rng_state(), replace(train, seed=seed), rows, rehearsal))
+            jobs.append(CloneJob(policy, torch.get_rng_state(), replace(train, seed=seed), rows, earlier))
     policies = [policy for policy, _ in fit_clones(jobs, workers=os.cpu_count() or 1)]
     return [policies[i : i + len(seeds)] for i in range(0, len(policies), len(seeds))]

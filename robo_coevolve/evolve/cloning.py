@@ -60,7 +60,7 @@ class Cloner:
             return ChunkDataset.from_segments(segs, c.chunk, image) if segs else None
 
         earlier = [d for d in (data(segs) for segs in rehearsed) if d]
-        self.rehearsal = ChunkDataset.concat(earlier) if earlier else None
+        self.rehearsal = earlier  # one data set per kept skill (TrainConfig.rehearsal_balance)
         self.share = rehearsal_share(train, consolidating, len(earlier))
         self.current = {}
         for name, segments in sets.items():

@@ -1,12 +1,13 @@
 """Staged behaviour cloning: fit the policy to one skill's segments while rehearsing earlier ones.
 
-Each step draws a batch of which ``rehearsal_share`` comes from earlier skills' data (when given)
-and the rest from the current skill's, and minimises the policy's loss (the mixture negative
-log-likelihood of the action chunk). The current skill's segments are split into train and
-validation by whole segments; validation loss is measured every ``eval_every`` steps, the best
-weights are kept (and saved with ``save_pretrained`` when there is an output directory), and
-training stops early after ``patience`` evaluations without improvement. Metrics (loss, val
-loss, samples/s) go to ``metrics.jsonl`` and TensorBoard in the output directory.
+Each step draws a batch of which ``rehearsal_share`` comes from earlier skills' data (when given,
+each skill an equal part of it) and the rest from the current skill's, and minimises the policy's
+loss (the mixture negative log-likelihood of the action chunk). Every skill's segments are split
+into train and validation by whole segments; the validation loss, weighted as the batch is, is
+measured every ``eval_every`` steps, the best weights are kept (and saved with ``save_pretrained``
+when there is an output directory), and training stops early after ``patience`` evaluations
+without improvement. Metrics (loss, val loss, samples/s) go to ``metrics.jsonl`` and TensorBoard
+in the output directory.
 
 As in Diffusion Policy, the learning rate can follow a cosine decay (``lr_schedule="cosine"``) and
 the weights that are validated and kept can be an exponential moving average of the trained ones
@@ -21,6 +22,7 @@ import logging
 import logging.handlers
 import queue
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -53,7 +55,15 @@ class TrainConfig:
             other skills' spread (a caught egg's velocities, a scooped egg's path), the trained
             skill's inputs and actions shrink to a sliver of the normalised range, and its
             clones do worse.
-        valid_fraction: share of the current skill's segments held out for validation.
+        rehearsal_balance: how a batch's rehearsal share is drawn from the rehearsed skills: "skill"
+            (each an equal part, as multi-task behaviour cloning balances its tasks) or "rows"
+            (uniformly over all their samples, so a skill with long or many segments crowds out
+            one with few).
+        validate_on: what the validation loss, and so early stopping and the weights kept, is
+            measured on: "all" (the held-out segments of the current skill and of each rehearsed
+            one, weighted as a batch is) or "current" (the current skill's alone: an easy new
+            skill then stops training before the rehearsed ones are fit again).
+        valid_fraction: share of each skill's segments held out for validation.
         eval_every: steps between validation measurements.
         patience: evaluations without a better validation loss before stopping.
         seed: batch sampling and split seed.
@@ -74,6 +84,8 @@ class TrainConfig:
     rehearsal_share: float = 0.5
     rehearsal_steps: str = "added"
     normalize_on: str = "data"
+    rehearsal_balance: str = "skill"
+    validate_on: str = "all"
     valid_fraction: float = 0.1
     eval_every: int = 250
     patience: int = 4
@@ -94,6 +106,10 @@ class TrainConfig:
             raise ValueError(f"train.lr={self.lr} must be > 0")
         if self.normalize_on not in ("data", "all"):
             raise ValueError(f"train.normalize_on={self.normalize_on!r}: use 'data' or 'all'")
+        if self.rehearsal_balance not in ("skill", "rows"):
+            raise ValueError(f"train.rehearsal_balance={self.rehearsal_balance!r}: use 'skill' or 'rows'")
+        if self.validate_on not in ("all", "current"):
+            raise ValueError(f"train.validate_on={self.validate_on!r}: use 'all' or 'current'")
         if self.rehearsal_steps not in ("shared", "added"):
             raise ValueError(f"train.rehearsal_steps={self.rehearsal_steps!r}: use 'shared' or 'added'")
         if self.lr_schedule not in ("constant", "cosine"):
@@ -141,12 +157,37 @@ class BCTrainer:
             total += float(self._loss(data, rows, policy)) * len(rows)
         return total / len(data)
 
+    def _validation(
+        self, policy, valid: ChunkDataset, held: list[ChunkDataset], share: float
+    ) -> dict[str, float]:
+        """The validation losses: the current skill's, the rehearsed skills' (their mean, or with
+        ``rehearsal_balance="rows"`` their pooled loss) and ``val_loss``, the criterion, the two
+        weighted as a batch weighs them (the current skill's alone with ``validate_on="current"``).
+        None of them without validation segments."""
+        out = {}
+        if len(valid):
+            out["current_val_loss"] = self.validation_loss(valid, policy=policy)
+        held = [v for v in held if len(v)]
+        if held:
+            losses = [self.validation_loss(v, policy=policy) for v in held]
+            weights = [len(v) for v in held] if self.config.rehearsal_balance == "rows" else None
+            out["rehearsal_val_loss"] = float(np.average(losses, weights=weights))
+        parts = [(1.0 - share, out.get("current_val_loss")), (share, out.get("rehearsal_val_loss"))]
+        parts = [(w, v) for w, v in parts if v is not None and w > 0]
+        if parts:
+            out["val_loss"] = sum(w * v for w, v in parts) / sum(w for w, _ in parts)
+        return out
+
     def fit(
-        self, data: ChunkDataset, rehearsal: ChunkDataset | None = None, set_normalization: bool = True
+        self,
+        data: ChunkDataset,
+        rehearsal: ChunkDataset | Sequence[ChunkDataset] | None = None,
+        set_normalization: bool = True,
     ) -> dict:
-        """Train on ``data`` (and ``rehearsal``); returns the history. ``set_normalization``
-        computes the policy's normalisation (the first stage; ``normalize_on`` says from what); later
-        stages keep the statistics the weights were trained with."""
+        """Train on ``data`` (and ``rehearsal``: one data set per rehearsed skill, or one for all);
+        returns the history. ``set_normalization`` computes the policy's normalisation (the first
+        stage; ``normalize_on`` says from what); later stages keep the statistics the weights were
+        trained with."""
         threads = torch.get_num_threads()
         if self.config.threads is not None:
             torch.set_num_threads(self.config.threads)
@@ -155,16 +196,26 @@ class BCTrainer:
         finally:
             torch.set_num_threads(threads)
 
-    def _fit(self, data: ChunkDataset, rehearsal: ChunkDataset | None, set_normalization: bool) -> dict:
+    def _fit(
+        self,
+        data: ChunkDataset,
+        rehearsal: ChunkDataset | Sequence[ChunkDataset] | None,
+        set_normalization: bool,
+    ) -> dict:
         c = self.config
         train, valid = data.split(c.valid_fraction, self.rng)
+        parts = _nonempty(rehearsal)
+        held: list[ChunkDataset] = []  # each rehearsed skill's validation segments
+        if parts and c.validate_on == "all":
+            splits = [p.split(c.valid_fraction, self.rng) for p in parts]
+            parts, held = [t for t, _ in splits], [v for _, v in splits]
+        rehearsal = _Rehearsal(parts, c.rehearsal_balance) if parts else None
         if set_normalization:
             pooled = rehearsal is not None and c.normalize_on == "all"
-            stats_from = ChunkDataset.concat([train, rehearsal]) if pooled else train
+            stats_from = ChunkDataset.concat([train, rehearsal.data]) if pooled else train
             self.policy.set_normalization(stats_from.statistics(self.policy.config.action_mode))
-        n_rehearse = (
-            int(round(c.rehearsal_share * c.batch_size)) if rehearsal is not None and len(rehearsal) else 0
-        )
+        n_rehearse = int(round(c.rehearsal_share * c.batch_size)) if rehearsal is not None else 0
+        share = n_rehearse / c.batch_size
         steps = c.steps
         if n_rehearse and c.rehearsal_steps == "added":
             steps = int(round(c.steps * c.batch_size / (c.batch_size - n_rehearse)))
@@ -200,9 +251,8 @@ class BCTrainer:
                 rows = self.rng.integers(len(train), size=c.batch_size - n_rehearse)
                 loss = self._loss(train, rows)
                 if n_rehearse:
-                    extra = self.rng.integers(len(rehearsal), size=n_rehearse)
-                    share = n_rehearse / c.batch_size
-                    loss = (1 - share) * loss + share * self._loss(rehearsal, extra)
+                    extra = rehearsal.rows(self.rng, n_rehearse)
+                    loss = (1 - share) * loss + share * self._loss(rehearsal.data, extra)
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.grad_clip)
@@ -215,18 +265,14 @@ class BCTrainer:
                 bar.update(1)
                 if step % c.eval_every and step != steps:
                     continue
-                val = self.validation_loss(valid, policy=kept) if len(valid) else float(loss)
                 record = {
                     "step": step,
                     "loss": float(loss.detach()),
-                    "val_loss": val,
                     "lr": optimiser.param_groups[0]["lr"],
                     "samples_per_s": seen / (time.perf_counter() - start),
+                    **self._validation(kept, valid, held, share),
                 }
-                if rehearsal is not None and len(rehearsal):
-                    record["rehearsal_val_loss"] = self.validation_loss(
-                        rehearsal.subset(np.arange(min(len(rehearsal), 2048))), policy=kept
-                    )
+                val = record.setdefault("val_loss", record["loss"])
                 history.append(record)
                 bar.set_postfix(loss=f"{record['loss']:.3f}", val=f"{val:.3f}")
                 if writer is not None:
@@ -272,6 +318,28 @@ class BCTrainer:
         }
 
 
+def _nonempty(rehearsal: ChunkDataset | Sequence[ChunkDataset] | None) -> list[ChunkDataset]:
+    parts = [] if rehearsal is None else [rehearsal] if isinstance(rehearsal, ChunkDataset) else rehearsal
+    return [p for p in parts if len(p)]
+
+
+class _Rehearsal:
+    """The rehearsed skills' training samples as one data set, and how a batch draws from it:
+    each skill an equal part ("skill") or every sample alike ("rows")."""
+
+    def __init__(self, parts: list[ChunkDataset], balance: str):
+        self.data = ChunkDataset.concat(parts)
+        self.sizes = np.array([len(p) for p in parts])
+        self.offsets = np.cumsum(self.sizes) - self.sizes
+        self.balance = balance
+
+    def rows(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.balance == "rows" or len(self.sizes) == 1:
+            return rng.integers(len(self.data), size=n)
+        part = rng.integers(len(self.sizes), size=n)
+        return self.offsets[part] + rng.integers(0, self.sizes[part])
+
+
 @dataclass
 class CloneJob:
     """One policy to train with :class:`BCTrainer`: ``policy`` as it starts (freshly initialised
@@ -283,7 +351,7 @@ class CloneJob:
     rng_state: torch.Tensor
     config: TrainConfig
     data: ChunkDataset
-    rehearsal: ChunkDataset | None = None
+    rehearsal: ChunkDataset | Sequence[ChunkDataset] | None = None
     set_normalization: bool = True
     output_dir: Path | None = None
 

@@ -34,6 +34,10 @@ class PolicyConfig:
             the FiLM layer. Unscaled, AdamW moves FiLM's outputs about ``sqrt(dim)`` times faster
             per step than any other layer's, which destabilised training at small ``min_std``.
             Off by default so that checkpoints saved before it load unchanged.
+        language_input: also feed the instruction's embedding, scaled to unit variance per
+            dimension, into the trunk's first layer, so that the features themselves depend on the
+            skill and not only their modulation: where skills start from the same state, the
+            instruction is all that tells them apart. Off by default so that checkpoints load.
         language_model: local directory of the sentence encoder; None for the packaged
             all-MiniLM-L6-v2, resolved on the machine that loads the policy.
         proprio_dim, egg_dim, action_dim: observation and action sizes.
@@ -83,6 +87,7 @@ class PolicyConfig:
     num_points: int = 256
     use_language: bool = True
     film_scale_input: bool = False
+    language_input: bool = False
     language_model: str | None = None
     proprio_dim: int = 15
     egg_dim: int = 13

@@ -150,6 +150,8 @@ class VLAPolicy(nn.Module):
         if self.points is not None:
             width += self.points.output_dim
 
+        if config.language_input and not config.use_language:
+            raise PolicyConfigError("PolicyConfig.language_input needs use_language=True")
         h = config.hidden
         self.trunk = nn.Sequential(
             nn.Linear(width, h), nn.ReLU(), nn.Dropout(config.dropout), nn.Linear(h, h)
@@ -165,6 +167,8 @@ class VLAPolicy(nn.Module):
                 raise PolicyConfigError(
                     f"PolicyConfig.language_model: cannot load {path}: {_first_line(e)}"
                 ) from None
+            if config.language_input:  # the trunk's first layer reads the embedding too
+                self.trunk[0] = nn.Linear(width + self._language.dim, h)
             self.film = nn.Linear(self._language.dim, 2 * h)
             with torch.no_grad():  # identity modulation at the start; the instruction's effect is learnt
                 self.film.weight.zero_()
@@ -295,12 +299,16 @@ class VLAPolicy(nn.Module):
         if self.points is not None:
             points = self._tensor(self._require(batch, "points"))
             features.append(self.points((points - self.points_mean) / self.points_std))
-        h = self.trunk(torch.cat(features, dim=-1))
+        language = None
         if self.film is not None:
             if batch.get("language") is not None:
                 language = self._tensor(batch["language"])
             else:
                 language = self.encode_language(self._require(batch, "instruction"))
+        if cfg.language_input:  # unit-norm embedding -> unit variance per dimension
+            features.append(language * language.shape[-1] ** 0.5)
+        h = self.trunk(torch.cat(features, dim=-1))
+        if language is not None:
             if cfg.film_scale_input:
                 language = language * language.shape[-1] ** -0.5
             gamma, beta = self.film(language).chunk(2, dim=-1)

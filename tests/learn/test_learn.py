@@ -13,6 +13,7 @@ from scripted_segments import scripted_segments
 from robo_coevolve.action_space import command_as_action
 from robo_coevolve.explore.backend import LocalBackend
 from robo_coevolve.learn import BCTrainer, ChunkDataset, CloneJob, evaluate_policy, fit_clones
+from robo_coevolve.learn.trainer import _Rehearsal
 from robo_coevolve.policy import VLAPolicy
 from robo_coevolve.task_distribution import TaskDistribution
 
@@ -73,7 +74,6 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
     fit = BCTrainer(policy, train_config(steps=40, batch_size=64, eval_every=20, progress=False)).fit(
         flip_data, rehearsal=scoop_data
     )
-    assert "rehearsal_val_loss" in fit["history"][-1]
     assert fit["steps"] == 40  # rehearsal_steps="shared": the rehearsal takes its share of each batch
     # "added": the flip data gets its 40 batches' worth of samples, in 80 steps of half batches;
     # without rehearsal data the setting changes nothing.
@@ -109,6 +109,36 @@ def test_rehearsal_batches_mix_the_earlier_skill(scoop_segments, scripted_flips)
     both = ChunkDataset.concat([scoop_data, flip_data])
     assert len(both) == len(scoop_data) + len(flip_data)
     assert len(np.unique(both.segment_index)) == len(np.unique(scoop_data.segment_index)) + len(flip)
+
+
+def test_rehearsal_draws_each_skill_alike_and_validation_weighs_it_as_a_batch(scoop_segments, scripted_flips):
+    """rehearsal_balance="skill": a rehearsed skill with few samples fills as much of the batches
+    as one with many ("rows": in proportion to its samples). validate_on="all": the criterion
+    that stops training and picks the kept weights is the current and rehearsed skills' held-out
+    losses, weighted as a batch weighs them."""
+    chunk = policy_config().chunk
+    many = ChunkDataset.from_segments(scoop_segments[:20], chunk)
+    few = ChunkDataset.from_segments(scripted_flips[:2], chunk)
+    rng = np.random.default_rng(0)
+    drawn_few = np.mean(_Rehearsal([many, few], "skill").rows(rng, 20_000) >= len(many))
+    assert abs(drawn_few - 0.5) < 0.02
+    drawn_few = np.mean(_Rehearsal([many, few], "rows").rows(rng, 20_000) >= len(many))
+    assert abs(drawn_few - len(few) / (len(many) + len(few))) < 0.01 and len(few) < len(many) / 3
+
+    flip = ChunkDataset.from_segments(scripted_flips[2:8], chunk)
+    rehearsal = [ChunkDataset.from_segments(scoop_segments[:10], chunk), many]
+    for validate_on in ("all", "current"):
+        torch.manual_seed(0)
+        policy = VLAPolicy(policy_config(use_image=False, use_egg_state=True, hidden=64))
+        config = train_config(steps=20, batch_size=64, eval_every=10, validate_on=validate_on)
+        last = BCTrainer(policy, config).fit(flip, rehearsal=rehearsal)["history"][-1]
+        if validate_on == "current":
+            assert last["val_loss"] == last["current_val_loss"] and "rehearsal_val_loss" not in last
+            continue
+        share = round(config.rehearsal_share * config.batch_size) / config.batch_size
+        expected = (1 - share) * last["current_val_loss"] + share * last["rehearsal_val_loss"]
+        assert last["val_loss"] == pytest.approx(expected, rel=1e-9)
+        assert abs(last["rehearsal_val_loss"] - last["current_val_loss"]) > 1e-3  # two different losses
 
 
 def test_clones_trained_in_worker_processes_are_the_ones_trained_here(scoop_segments, scripted_flips, caplog):

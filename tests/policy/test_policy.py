@@ -240,6 +240,26 @@ def test_film_input_scale_divides_the_embedding_and_older_checkpoints_load_unsca
     np.testing.assert_array_equal(loaded.predict_chunk(obs), plain.predict_chunk(obs))
 
 
+def test_language_input_lets_the_trunk_tell_instructions_apart_from_the_first_step():
+    """FiLM starts as the identity, so a fresh policy acts the same whatever it is told; with
+    language_input the trunk's first layer reads the instruction, and it does not."""
+    obs = observations(PolicyConfig(**STATE_ONLY), 2)
+    obs = {k: np.repeat(v[:1], 2, axis=0) for k, v in obs.items() if k != "instruction"}  # one state
+    for language_input in (False, True):
+        torch.manual_seed(0)
+        policy = VLAPolicy(
+            PolicyConfig(**{**STATE_ONLY, "use_language": True, "language_input": language_input})
+        )
+        chunk = policy.predict_chunk({**obs, "instruction": [SCOOP, FLIP]})
+        assert (
+            np.abs(chunk[0] - chunk[1]).max() > 1e-4
+            if language_input
+            else np.allclose(chunk[0], chunk[1], atol=1e-6)
+        )
+    with pytest.raises(PolicyConfigError, match="language_input needs use_language"):
+        VLAPolicy(PolicyConfig(**{**STATE_ONLY, "use_language": False, "language_input": True}))
+
+
 def test_language_embeddings_are_cached_and_load_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
