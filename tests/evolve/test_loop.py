@@ -18,7 +18,8 @@ from robo_coevolve.library import SkillLibrary
 from robo_coevolve.policy import VLAPolicy
 
 # Scoop is mastered at a token threshold in iteration 1, so iteration 2 searches flip and trains
-# it rehearsing scoop (and masters it, unlocking catch): every stage of the loop runs in about a minute.
+# it rehearsing scoop, and masters it at a bar a clone of this little data clears whatever its
+# training seed (unlocking catch): every stage of the loop runs in about a minute.
 TINY = [
     "explore.budget=300",
     "explore.population=50",
@@ -35,6 +36,7 @@ TINY = [
     "skill_tree.nodes.scoop.eval_tasks=16",
     "skill_tree.nodes.scoop.mastery=0.05",
     "skill_tree.nodes.flip.eval_tasks=16",
+    "skill_tree.nodes.flip.mastery=0.5",
     "skill_tree.recipes.cook.stages=[scoop,flip]",  # both mastered: the run ends with the recipe
     "skill_tree.recipes.cook.eval_tasks=4",
     "budget.iterations=2",
@@ -126,10 +128,10 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
     selection = flip["train"]["selection"]
     sets = selection["example_sets"]
     # Each round clones both sets; rounds are redrawn (train.redraws=2) until a clone holds
-    # every bar on the selection tasks (flip 0.9, scoop 0.05 here).
+    # every bar on the selection tasks (flip 0.5, scoop 0.05 here).
     rounds = 1 + selection.get("redraws", 0)
     assert sets == ["search", "demonstrations"] * rounds and len(selection["candidates"]) == 2 * rounds
-    held = [i // 2 for i, c in enumerate(selection["candidates"]) if c["flip"] >= 0.9 and c["scoop"] >= 0.05]
+    held = [i // 2 for i, c in enumerate(selection["candidates"]) if c["flip"] >= 0.5 and c["scoop"] >= 0.05]
     assert rounds == (held[0] + 1 if held else 3)
     assert flip["explore"]["examples"] == sets[selection["own_best"]]
     assert flip["library"]["flip"] == flip["refine"]["admitted"]  # the winner's segments alone
@@ -239,7 +241,7 @@ def test_the_last_stage_distils_the_runs_policy_into_the_image_policy(uninterrup
     report_file = run_dir / "distilled" / "report.json"
     report = json.loads(report_file.read_text())
     assert report["skills"] == ["scoop", "flip"] and report["teacher_checkpoint"] == "checkpoints/iter_0002"
-    assert report["eval_tasks"] == {"scoop": 2, "flip": 2} and report["bars"]["flip"] == 0.9
+    assert report["eval_tasks"] == {"scoop": 2, "flip": 2} and report["bars"]["flip"] == 0.5
     assert [set(r.get("student_rollout_success", {})) for r in report["rounds"]] == [{"scoop", "flip"}, set()]
     assert report["teacher_rollouts"]["episodes"] == 4
     summary = json.loads((run_dir / "summary.json").read_text())
