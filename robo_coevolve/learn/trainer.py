@@ -212,7 +212,7 @@ class BCTrainer:
         rehearsal = _Rehearsal(parts, c.rehearsal_balance) if parts else None
         if set_normalization:
             pooled = rehearsal is not None and c.normalize_on == "all"
-            stats_from = ChunkDataset.concat([train, rehearsal.data]) if pooled else train
+            stats_from = ChunkDataset.concat([train, *rehearsal.parts]) if pooled else train
             self.policy.set_normalization(stats_from.statistics(self.policy.config.action_mode))
         n_rehearse = int(round(c.rehearsal_share * c.batch_size)) if rehearsal is not None else 0
         share = n_rehearse / c.batch_size
@@ -252,7 +252,7 @@ class BCTrainer:
                 loss = self._loss(train, rows)
                 if n_rehearse:
                     extra = rehearsal.rows(self.rng, n_rehearse)
-                    loss = (1 - share) * loss + share * self._loss(rehearsal.data, extra)
+                    loss = (1 - share) * loss + share * self.policy.loss(rehearsal.batch(extra))
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.policy.parameters(), c.grad_clip)
@@ -324,20 +324,32 @@ def _nonempty(rehearsal: ChunkDataset | Sequence[ChunkDataset] | None) -> list[C
 
 
 class _Rehearsal:
-    """The rehearsed skills' training samples as one data set, and how a batch draws from it:
-    each skill an equal part ("skill") or every sample alike ("rows")."""
+    """The rehearsed skills' training samples, numbered one after another without copying them
+    into one data set, and how a batch draws from them: each skill an equal part ("skill") or
+    every sample alike ("rows")."""
 
     def __init__(self, parts: list[ChunkDataset], balance: str):
-        self.data = ChunkDataset.concat(parts)
+        self.parts = parts
         self.sizes = np.array([len(p) for p in parts])
         self.offsets = np.cumsum(self.sizes) - self.sizes
         self.balance = balance
 
     def rows(self, rng: np.random.Generator, n: int) -> np.ndarray:
         if self.balance == "rows" or len(self.sizes) == 1:
-            return rng.integers(len(self.data), size=n)
+            return rng.integers(int(self.sizes.sum()), size=n)
         part = rng.integers(len(self.sizes), size=n)
         return self.offsets[part] + rng.integers(0, self.sizes[part])
+
+    def batch(self, rows: np.ndarray) -> dict:
+        """``ChunkDataset.batch`` of ``rows`` (numbered as ``rows`` draws them), skill by skill."""
+        part = np.searchsorted(self.offsets, rows, side="right") - 1
+        pieces = [self.parts[p].batch(rows[part == p] - self.offsets[p]) for p in np.unique(part)]
+        return {
+            k: [x for b in pieces for x in b[k]]
+            if k == "instruction"
+            else np.concatenate([b[k] for b in pieces])
+            for k in pieces[0]
+        }
 
 
 @dataclass
