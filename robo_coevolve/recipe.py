@@ -50,11 +50,12 @@ class RecipeRun:
 
 def start_tasks(recipe: Recipe, stages: Sequence[SkillNode], n: int, seed: int) -> list[TaskSpec]:
     """``n`` start states of ``recipe``: drawn from its first stage's tasks, with a horizon that
-    holds every stage's own horizon and hold."""
+    holds every stage's own horizon and hold, in a scene with the salt shaker if a stage needs it."""
     hold = Thresholds().hold_time
     horizon = sum(s.distribution().base.horizon + hold for s in stages)
+    salt = any(s.distribution().base.with_salt for s in stages)
     drawn = stages[0].distribution().sample_many(np.random.default_rng(seed), n)
-    return [t.replace(horizon=horizon) for t in drawn]
+    return [t.replace(horizon=horizon, with_salt=salt) for t in drawn]
 
 
 def run_recipe(

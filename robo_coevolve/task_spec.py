@@ -26,11 +26,18 @@ SKILLS = (
     "catch",
     "toss",
     "serve",
+    "season",
 )  # append new skills last: the one-hots keep their indices
 # Skills whose egg starts resting on the blade (its offset is from the blade centre, not the pan's).
 BLADE_START_SKILLS = ("flip", "toss", "serve")
+# Skills whose egg starts on the plate (its offset is from the plate centre), where a serve leaves it.
+PLATE_START_SKILLS = ("season",)
+# Skills whose scene must have the salt shaker and its grains (robo_coevolve.env.salt).
+SALT_SKILLS = ("season",)
 # Which face of the egg is up at the start: the yolk (as fried), or the white (turned over). Only a
-# serve may start turned over: every other skill's predicate reads the egg's absolute side.
+# serve or a season may start turned over: every other skill's predicate reads the egg's absolute
+# side.
+TURNABLE_SKILLS = ("serve", "season")
 EGG_SIDES = ("yolk", "white")
 # When a push may fire: any time, or only while the egg lies on the pan, on the blade, in the air.
 DISTURBANCE_PHASES = ("any", "pan", "blade", "air")
@@ -54,6 +61,7 @@ INSTRUCTIONS = {
     "catch": "catch the falling egg on the spatula",
     "toss": "toss the egg up, turn it over and catch it on the spatula",
     "serve": "serve the egg on the plate, yolk up",
+    "season": "season the egg on the plate with a pinch of salt",
 }
 SERVE_TURNED_INSTRUCTION = "serve the egg on the plate, yolk down"
 
@@ -70,6 +78,18 @@ PAN_RADIUS = 0.13  # m, inner radius of the pan surface
 PLATE_CENTRE = (0.25, 0.0)  # m, the serving plate's centre from the pan's, its surface level with it
 PLATE_RADIUS = 0.08  # m, of the plate's flat
 EGG_RIM_RADIUS = 0.045  # m, at egg_size = 1
+# The season scene's salt shaker (robo_coevolve.env.salt): the scorer measures its grains against it.
+GRAINS = 120
+SHAKER_RADIUS = 0.018  # m, inside
+SHAKER_HEIGHT = 0.06  # m, inside, from the base's top to the cap's underside
+SHAKER_WALL = 0.002  # m, thickness of the wall and the base (the cap: 0.003)
+HOLE_RADIUS = 0.0035  # m, of the cap's one hole: a few grains at a time
+# Where the shaker's base stands in its rack, from the pan surface centre: beside the plate, off the
+# line from the pan to the plate, low enough for the blade to dock under it.
+RACK_SEAT = (0.12, 0.17, 0.06)
+BLADE_THICKNESS = 0.003  # m: the spatula's origin is the blade's bottom centre, the shaker sits on top
+# The spatula pose that docks the blade's top under the shaker's base in the rack.
+DOCK_POSE = (RACK_SEAT[0], RACK_SEAT[1], RACK_SEAT[2] - BLADE_THICKNESS, 0.0, 0.0)
 SPATULA_LOW = (-0.3, -0.3, -0.02, -1.2, -3.5)  # x, y, z, pitch, roll joint limits
 SPATULA_HIGH = (0.3, 0.3, 0.45, 1.2, 3.5)
 
@@ -113,6 +133,18 @@ _SKILL_DEFAULTS: dict[str, dict[str, Any]] = {
     # The plate is beside the pan, where the blade points. Carrying the egg there, laying it down
     # and drawing the blade out takes about 1.5 s.
     "serve": dict(_ON_RAISED_BLADE, horizon=3.0),
+    # The egg lies on the plate and the blade is drawn back over the gap to the pan, as a serve
+    # leaves them; the shaker stands in its rack (robo_coevolve.env.salt). Docking at it, carrying
+    # it over the egg, turning it over, shaking and letting the salt land take about 3 s.
+    "season": dict(
+        egg_offset=(0.0, 0.0),
+        egg_offset_range=0.01,
+        egg_height=0.0,
+        spatula_pose=(0.16, 0.0, 0.06, 0.0, 0.0),
+        spatula_pose_range=(0.02, 0.02, 0.01, 0.0, 0.0),
+        horizon=4.0,
+        with_salt=True,
+    ),
 }
 
 
@@ -128,8 +160,10 @@ class TaskSpec:
         skill: one of ``SKILLS``.
         instruction: the language instruction given to the policy ("" means the skill's default).
         egg_offset: (x, y) m of the egg's centre: from the pan centre for scoop and catch, from
-            the blade centre for flip, toss and serve (``BLADE_START_SKILLS``).
-        egg_side_up: which face is up at the start, "yolk" or "white" (turned over; serve only).
+            the blade centre for flip, toss and serve (``BLADE_START_SKILLS``), from the plate
+            centre for season (``PLATE_START_SKILLS``).
+        egg_side_up: which face is up at the start, "yolk" or "white" (turned over; serve and
+            season only).
         egg_offset_range: m, uniform half-width on each of x and y.
         egg_yaw_range: rad, uniform half-width of the egg's yaw about z.
         egg_height: m above the pan surface at the start (catch: the toss height).
@@ -157,6 +191,8 @@ class TaskSpec:
         egg_obs_dropout: s for which the observed egg state freezes, from a random time.
         horizon: s, episode length.
         seed: default seed for the start-state draw when ``reset`` is given none.
+        with_salt: the scene has the salt shaker in its rack and its grains (a season's always;
+            a recipe's that ends in a season, from its first stage on).
     """
 
     skill: str = "scoop"
@@ -185,6 +221,7 @@ class TaskSpec:
     egg_obs_dropout: float = 0.0
     horizon: float = 3.0
     seed: int = 0
+    with_salt: bool = False
 
     @classmethod
     def for_skill(cls, skill: str, **overrides: Any) -> TaskSpec:
@@ -208,6 +245,9 @@ class TaskSpec:
             elif f.name in ("skill", "instruction", "disturbance_phase", "egg_side_up"):
                 if not isinstance(value, str):
                     raise TaskSpecError(f"TaskSpec.{f.name} must be a string, got {value!r}")
+            elif f.name == "with_salt":
+                if not isinstance(value, bool):
+                    raise TaskSpecError(f"TaskSpec.with_salt must be true or false, got {value!r}")
             elif f.name in ("seed", "action_latency"):
                 if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
                     raise TaskSpecError(f"TaskSpec.{f.name} must be a non-negative integer, got {value!r}")
@@ -240,7 +280,15 @@ class TaskSpec:
                 f"and {_PUNCTUATION!r} are allowed"
             )
         for name, value in dataclasses.asdict(self).items():
-            if name in ("skill", "instruction", "seed", "disturbance_phase", "action_latency", "egg_side_up"):
+            if name in (
+                "skill",
+                "instruction",
+                "seed",
+                "disturbance_phase",
+                "action_latency",
+                "egg_side_up",
+                "with_salt",
+            ):
                 continue
             for v in value if isinstance(value, tuple) else (value,):
                 if not math.isfinite(v):
@@ -249,10 +297,14 @@ class TaskSpec:
             raise TaskSpecError(
                 f"TaskSpec.egg_side_up={self.egg_side_up!r} is unknown: choose one of {', '.join(EGG_SIDES)}"
             )
-        if self.egg_side_up != "yolk" and self.skill != "serve":
+        if self.egg_side_up != "yolk" and self.skill not in TURNABLE_SKILLS:
             raise TaskSpecError(
-                f"TaskSpec.egg_side_up={self.egg_side_up!r} is for serve tasks only: a {self.skill} "
-                f"starts with the yolk up (leave egg_side_up at 'yolk')"
+                f"TaskSpec.egg_side_up={self.egg_side_up!r} is for {' and '.join(TURNABLE_SKILLS)} "
+                f"tasks only: a {self.skill} starts with the yolk up (leave egg_side_up at 'yolk')"
+            )
+        if self.skill in SALT_SKILLS and not self.with_salt:
+            raise TaskSpecError(
+                f"TaskSpec.with_salt=False: a {self.skill} needs the salt shaker in its scene (leave it true)"
             )
         _check_range("egg_mass", self.egg_mass, 0.01, 0.2, "kg")
         _check_range("egg_size", self.egg_size, 0.6, 1.4, "(scale)")
@@ -288,14 +340,17 @@ class TaskSpec:
                     f"[{lo}, {hi}]: move it inside or shrink spatula_pose_range[{i}]"
                 )
         if self.skill not in BLADE_START_SKILLS:
-            # The whole egg must start over the pan surface, whatever the draw.
+            # The whole egg must start on its surface (a season's plate, else the pan), whatever the draw.
+            surface, radius = (
+                ("plate", PLATE_RADIUS) if self.skill in PLATE_START_SKILLS else ("pan", PAN_RADIUS)
+            )
             reach = math.hypot(*self.egg_offset) + math.sqrt(2) * self.egg_offset_range
-            limit = PAN_RADIUS - EGG_RIM_RADIUS * self.egg_size
+            limit = radius - EGG_RIM_RADIUS * self.egg_size
             if reach > limit:
                 raise TaskSpecError(
                     f"TaskSpec.egg_offset={self.egg_offset} +- {self.egg_offset_range} puts the "
-                    f"egg outside the pan: its centre must stay within {limit:.3f} m of the pan "
-                    f"centre (pan radius {PAN_RADIUS} m minus the egg's rim radius)"
+                    f"egg outside the {surface}: its centre must stay within {limit:.3f} m of the "
+                    f"{surface} centre ({surface} radius {radius} m minus the egg's rim radius)"
                 )
         else:
             reach = max(abs(v) for v in self.egg_offset) + self.egg_offset_range

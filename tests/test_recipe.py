@@ -118,3 +118,20 @@ def test_recipes_are_checked_against_the_tree():
     assert isinstance(
         SkillTree.from_config(nodes, {"c": {"stages": ["scoop", "serve"]}}).recipes["c"], Recipe
     )
+
+
+def test_a_recipe_that_seasons_runs_in_the_salted_scene_from_its_first_stage():
+    nodes = {
+        "scoop": {"tasks": {"egg_offset_range": 0.02}},
+        "serve": {"requires": ["scoop"], "tasks": {"egg_offset_range": 0.02}},
+        "season": {"requires": ["serve"], "tasks": {"egg_offset_range": 0.01}},
+    }
+    tree = SkillTree.from_config(nodes, {"dinner": {"stages": ["scoop", "serve", "season"], "eval_tasks": 2}})
+    stages = tree.stages("dinner")
+    tasks = start_tasks(tree.recipes["dinner"], stages, 2, seed=5)
+    assert all(t.with_salt and t.skill == "scoop" for t in tasks)
+    motions = {s.instruction: scripted.MOTIONS[s.skill] for s in stages}
+    runs = [run_recipe(ScriptedPolicy(motions), stages, task) for task in tasks]
+    assert [r.reason for r in runs] == ["success"] * 2
+    salt = runs[0].trajectory.events()
+    assert salt["salt_dispensed"][runs[0].switches[1]] == 0 < salt["salt_on_egg"][-1]

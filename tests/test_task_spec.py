@@ -100,6 +100,13 @@ EXPECTED_DEFAULTS = {
         egg_side_up="yolk",
         horizon=3.0,
     ),
+    "season": dict(
+        egg_offset=(0.0, 0.0),
+        egg_offset_range=0.01,
+        spatula_pose=(0.16, 0.0, 0.06, 0.0, 0.0),
+        egg_side_up="yolk",
+        horizon=4.0,
+    ),
 }
 
 
@@ -121,7 +128,7 @@ def test_skills_have_distinct_defaults():
 def test_new_skills_come_last_and_start_where_flip_does():
     """One-hots of the older skills keep their indices; a toss and a serve start from a flip's
     start state (the egg resting on the blade, where a scoop ends)."""
-    assert SKILLS == ("scoop", "flip", "catch", "toss", "serve")
+    assert SKILLS == ("scoop", "flip", "catch", "toss", "serve", "season")
     assert BLADE_START_SKILLS == ("flip", "toss", "serve")
     flip = TaskSpec.for_skill("flip")
     start = ("egg_offset", "egg_offset_range", "egg_height", "spatula_pose", "spatula_pose_range")
@@ -130,14 +137,26 @@ def test_new_skills_come_last_and_start_where_flip_does():
     assert TaskSpec.for_skill("toss").horizon < flip.horizon
 
 
-def test_a_serve_names_the_side_up_and_only_a_serve_starts_turned_over():
+def test_a_serve_names_the_side_up_and_only_a_serve_or_a_season_starts_turned_over():
     turned = TaskSpec.for_skill("serve", egg_side_up="white")
     assert "yolk down" in turned.instruction and "yolk up" in TaskSpec.for_skill("serve").instruction
-    with pytest.raises(TaskSpecError, match="egg_side_up='white' is for serve tasks only"):
+    with pytest.raises(TaskSpecError, match="egg_side_up='white' is for serve and season tasks only"):
         TaskSpec.for_skill("flip", egg_side_up="white")
+    assert TaskSpec.for_skill("season", egg_side_up="white").egg_side_up == "white"
     with pytest.raises(TaskSpecError, match="egg_side_up='sunny' is unknown: choose one of yolk, white"):
         TaskSpec.for_skill("serve", egg_side_up="sunny")
     assert TaskSpec.from_dict(turned.to_dict()) == turned
+
+
+def test_a_season_starts_on_the_plate_and_keeps_the_egg_on_it():
+    with pytest.raises(TaskSpecError, match="puts the egg outside the plate"):
+        TaskSpec.for_skill("season", egg_offset=(0.03, 0.0))
+    assert TaskSpec.for_skill("season", egg_offset=(0.02, 0.0)).egg_offset == (0.02, 0.0)
+    assert TaskSpec.for_skill("season").with_salt and not TaskSpec.for_skill("serve").with_salt
+    with pytest.raises(TaskSpecError, match="with_salt=False: a season needs the salt shaker"):
+        TaskSpec.for_skill("season", with_salt=False)
+    with pytest.raises(TaskSpecError, match="with_salt must be true or false"):
+        TaskSpec.for_skill("scoop", with_salt=1)
 
 
 def test_for_skill_overrides_keep_other_defaults():

@@ -69,11 +69,12 @@ from robo_coevolve.env.rendering import SceneRenderer
 from robo_coevolve.scoring import PHASES, Outcome, Scorer, Thresholds
 from robo_coevolve.scoring.events import fell, phase_index, row_events
 from robo_coevolve.scoring.integrity import integrity_from_peak
-from robo_coevolve.scoring.progress import ProgressTracker
+from robo_coevolve.scoring.progress import ProgressTracker, progress
 from robo_coevolve.task_spec import (
     EGG_RIM_RADIUS,
     INSTRUCTION_CHARSET,
     MAX_INSTRUCTION_LENGTH,
+    SALT_SKILLS,
     SKILLS,
     TaskSpec,
 )
@@ -292,6 +293,8 @@ class EggFlipEnv(gym.Env):
                 p.set_push(disturbance.force if disturbance.active(d.time) else (0, 0))
             step(model, d)
             substep_row[...] = sensordata
+        if self._tool_changer is not None:  # the season scene: latch the shaker when docked
+            self._tool_changer.update(d)
         # Once per control step: MuJoCo's warning counters accumulate and a NaN stays NaN.
         if self._unstable():
             rows[:] = np.nan
@@ -329,7 +332,7 @@ class EggFlipEnv(gym.Env):
             outcome = self.outcome()
             info["outcome"] = outcome.to_dict()
             reward = float(outcome.success)
-        if self._progress is not None:
+        if self.reward_type == "dense":
             reward += self._shaping(row, terminated or truncated, info)
         return self._observation(row), reward, terminated, truncated, info
 
@@ -443,6 +446,7 @@ class EggFlipEnv(gym.Env):
         egg = ("egg_pos", "egg_quat", "egg_linvel", "egg_angvel")  # the ``egg_state`` layout
         self._egg_columns = np.concatenate([np.arange(layout[n].start, layout[n].stop) for n in egg])
         self._spatula_qpos, self._spatula_qvel = _as_slice(p.spatula_qpos), _as_slice(p.spatula_qvel)
+        self._tool_changer = p.tool_changer
         self._zero_nq, self._zero_nv = np.zeros(m.nq), np.zeros(m.nv)
         # Views of MjData's arrays, made once (each attribute access makes a new one).
         d = p.data
@@ -458,7 +462,13 @@ class EggFlipEnv(gym.Env):
 
     def _shaping(self, row: np.ndarray, done: bool, info: dict[str, Any]) -> float:
         """``gamma * Phi(s') - Phi(s)`` of this step; Phi(s') is 0 once the episode is over."""
-        potential = self._progress.update(row_events(row, self._sensor_columns, self.scorer.thresholds))
+        if self._progress is not None:
+            potential = self._progress.update(row_events(row, self._sensor_columns, self.scorer.thresholds))
+        else:  # a season's progress reads every grain: that of the whole record so far
+            scorer = self.scorer
+            potential = progress(
+                self.task.skill, scorer.events(self.record()), scorer.hold_steps, scorer.thresholds
+            )
         potential = 0.0 if done else potential
         shaping = self.gamma * potential - self._potential
         self._potential = potential
@@ -483,11 +493,12 @@ class EggFlipEnv(gym.Env):
             self._dropout = (start, start + task.egg_obs_dropout)
         else:
             self._dropout = (math.inf, math.inf)
-        if self.reward_type == "dense":
+        self._progress = None
+        if self.reward_type == "dense" and self.task.skill not in SALT_SKILLS:
             self._progress = ProgressTracker(self.task.skill, self.scorer.hold_steps, self.scorer.thresholds)
         self.initial_state = self.physics.get_state()
         info = {"task": self.task.to_dict(), "phase": None, "instruction": self.task.instruction}
-        if self._progress is not None:
+        if self.reward_type == "dense":
             info["potential"] = 0.0
         return self._observation(), info
 

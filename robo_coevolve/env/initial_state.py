@@ -3,7 +3,9 @@
 - scoop: the egg lies on the pan, the blade rests on the pan behind it (-x side);
 - flip, toss and serve: the egg rests on the blade, which is held above the pan (a serve's may
   lie turned over, ``TaskSpec.egg_side_up``);
-- catch: the egg is in flight above the pan (tossed up, spinning), the spatula waits below.
+- catch: the egg is in flight above the pan (tossed up, spinning), the spatula waits below;
+- season: the egg lies on the plate (either side up), the blade is drawn back towards the pan and
+  the salt shaker stands in its rack, its grains settled in it.
 
 Resting starts are settled by simulating a short while with the spatula holding its pose, so the
 recorded initial state is an equilibrium rather than an interpenetration.
@@ -17,9 +19,9 @@ import mujoco
 import numpy as np
 
 from robo_coevolve.env.physics import EggFlipPhysics
-from robo_coevolve.task_spec import BLADE_START_SKILLS, TaskSpec
+from robo_coevolve.task_spec import BLADE_START_SKILLS, PLATE_CENTRE, PLATE_START_SKILLS, TaskSpec
 
-SETTLE_TIME = {"scoop": 0.2, "flip": 0.3, "catch": 0.0, "toss": 0.3, "serve": 0.3}  # s
+SETTLE_TIME = {"scoop": 0.2, "flip": 0.3, "catch": 0.0, "toss": 0.3, "serve": 0.3, "season": 0.3}  # s
 EGG_THICKNESS = 0.0075  # m, of the white at egg_size 1: a turned-over egg's frame is this far up
 _DROP_GAP = 0.0005  # m: how far above its support a resting egg is placed before settling
 
@@ -90,6 +92,11 @@ def sample_initial_state(
         lift = _DROP_GAP + (EGG_THICKNESS * task.egg_size if turned else 0.0)
         position = top + frame[:, 0] * offset[0] + frame[:, 1] * offset[1] + (0, 0, lift)
         physics.set_egg(position, _yaw_quat(yaw, turned))
+    elif task.skill in PLATE_START_SKILLS:
+        turned = task.egg_side_up == "white"
+        lift = _DROP_GAP + (EGG_THICKNESS * task.egg_size if turned else 0.0)
+        x, y = np.add(PLATE_CENTRE, offset)
+        physics.set_egg([x, y, lift], _yaw_quat(yaw, turned))
     elif task.skill == "scoop":
         physics.set_egg([offset[0], offset[1], _DROP_GAP], _yaw_quat(yaw))
     else:  # catch

@@ -16,6 +16,7 @@ from functools import cache
 import mujoco
 import numpy as np
 
+from robo_coevolve.env.salt import ToolChanger, add_salt
 from robo_coevolve.resources import scene_path
 from robo_coevolve.task_spec import TaskSpec
 
@@ -40,8 +41,11 @@ def _scene_xml(env_name: str) -> str:
     return str(scene_path(env_name))
 
 
-def build_model(pan_height: float, egg_size: float, env_name: str = "egg_flip") -> mujoco.MjModel:
-    """Compile the scene with the pan surface at ``pan_height`` m and the egg scaled by ``egg_size``."""
+def build_model(
+    pan_height: float, egg_size: float, env_name: str = "egg_flip", salt: bool = False
+) -> mujoco.MjModel:
+    """Compile the scene with the pan surface at ``pan_height`` m and the egg scaled by ``egg_size``;
+    with ``salt``, the shaker, its rack and its grains too (``robo_coevolve.env.salt``)."""
     spec = mujoco.MjSpec.from_file(_scene_xml(env_name))
     for name in ("stove", "pan", "spatula_base", "plate"):
         body = spec.body(name)
@@ -57,16 +61,27 @@ def build_model(pan_height: float, egg_size: float, env_name: str = "egg_flip") 
             element = spec.geom(name) if name == "yolk" else spec.site(name)
             element.size = np.asarray(element.size) * egg_size
             element.pos = np.asarray(element.pos) * egg_size
+    if salt:
+        add_salt(spec, pan_height)
     return spec.compile()
 
 
-@cache
-def sensor_layout(env_name: str = "egg_flip") -> dict[str, slice]:
-    """Columns of each named sensor in a ``sensordata`` row (the same for every task geometry)."""
-    m = build_model(0.45, 1.0, env_name)
+def _layout(m: mujoco.MjModel) -> dict[str, slice]:
     return {
         m.sensor(i).name: slice(m.sensor_adr[i], m.sensor_adr[i] + m.sensor_dim[i]) for i in range(m.nsensor)
     }
+
+
+@cache
+def sensor_layout(env_name: str = "egg_flip", salt: bool = False) -> dict[str, slice]:
+    """Columns of each named sensor in a ``sensordata`` row: the same for every task geometry; the
+    salt's sensors come after the scene's (``robo_coevolve.env.salt``)."""
+    return _layout(build_model(0.45, 1.0, env_name, salt))
+
+
+def has_salt(task: TaskSpec) -> bool:
+    """Whether ``task``'s scene has the shaker and its grains."""
+    return task.with_salt
 
 
 class EggFlipPhysics:
@@ -74,8 +89,8 @@ class EggFlipPhysics:
 
     def __init__(self, task: TaskSpec, env_name: str = "egg_flip"):
         self.env_name = env_name
-        self.geometry = (task.pan_height, task.egg_size)
-        self.model = build_model(task.pan_height, task.egg_size, env_name)
+        self.geometry = (task.pan_height, task.egg_size, has_salt(task))
+        self.model = build_model(task.pan_height, task.egg_size, env_name, has_salt(task))
         self.data = mujoco.MjData(self.model)
         m = self.model
         self.egg_body = m.body("egg").id
@@ -90,7 +105,8 @@ class EggFlipPhysics:
         self._kp = m.actuator_gainprm[:, 0].copy()  # position actuators: force = kp (ctrl - q) - kv qdot
         self._servo_gain = 1.0
         self._pairs = {m.pair(i).name: i for i in range(m.npair)}
-        self.sensor_slices = sensor_layout(env_name)
+        self.sensor_slices = sensor_layout(env_name, has_salt(task))
+        self.tool_changer = ToolChanger(m) if has_salt(task) else None
         self._peak_columns = np.concatenate(
             [np.arange(self.sensor_slices[n].start, self.sensor_slices[n].stop) for n in PEAK_SENSORS]
         )
@@ -99,14 +115,15 @@ class EggFlipPhysics:
 
     def matches(self, task: TaskSpec) -> bool:
         """Whether ``task`` has this model's compiled geometry (else build a new physics)."""
-        return (task.pan_height, task.egg_size) == self.geometry
+        return (task.pan_height, task.egg_size, has_salt(task)) == self.geometry
 
     def apply_task(self, task: TaskSpec) -> None:
         """Write the task's egg mass, frictions and servo gain into the model (no recompilation)."""
         if not self.matches(task):
             raise ValueError(
-                f"TaskSpec geometry (pan_height, egg_size)={(task.pan_height, task.egg_size)} "
-                f"differs from this model's {self.geometry}: build a new EggFlipPhysics"
+                f"TaskSpec geometry (pan_height, egg_size, salt)="
+                f"{(task.pan_height, task.egg_size, has_salt(task))} differs from this model's "
+                f"{self.geometry}: build a new EggFlipPhysics"
             )
         m = self.model
         mass = float(m.body_mass[self.egg_body])

@@ -25,6 +25,7 @@ from robo_coevolve.task_distribution import TaskDistribution
 from robo_coevolve.task_spec import (
     BLADE_START_SKILLS,
     INSTRUCTIONS,
+    PLATE_START_SKILLS,
     SERVE_TURNED_INSTRUCTION,
     SKILLS,
     TaskSpec,
@@ -77,6 +78,14 @@ PARAPHRASES: dict[str, dict[str, tuple[str, ...]]] = {
             "lay the fried egg on the plate with the yolk on top",
             "move the egg onto the plate, yolk facing up",
             "serve it sunny side up",
+        ),
+    },
+    "season": {
+        "train": (INSTRUCTIONS["season"], "salt the egg on the plate", "sprinkle a little salt on the egg"),
+        "heldout": (
+            "give the fried egg a pinch of salt",
+            "shake some salt over the egg",
+            "season it lightly with salt",
         ),
     },
     # A serve that starts turned over (TaskSpec.egg_side_up = "white") names the other side.
@@ -211,15 +220,16 @@ def _past_edge(centre, half_width: float, extra: float, rng: np.random.Generator
 
 
 def _start_offset(task: TaskSpec, extra: float, base: TaskSpec, rng) -> TaskSpec:
-    """The spatula's start (x, y) and, where it starts off the blade, the egg's, ``extra`` m past the
-    node's start range (square in x and y), each in its own random direction. (The nodes' egg
-    yaw is drawn over the whole turn: no yaw lies past it.)"""
+    """The spatula's start (x, y) and, where the egg starts on the pan or in the air, the egg's,
+    ``extra`` m past the node's start range (square in x and y), each in its own random direction.
+    (An egg on the blade or the plate must stay on it; the nodes' egg yaw is drawn over the whole
+    turn: no yaw lies past it.)"""
     pose = list(base.spatula_pose)
     half = list(base.spatula_pose_range)
     pose[:2] = _past_edge(pose[:2], max(half[:2]), extra, rng)
     half[:2] = (0.0, 0.0)
     changes: dict[str, Any] = {"spatula_pose": pose, "spatula_pose_range": half}
-    if task.skill not in BLADE_START_SKILLS:  # an egg that starts on the blade must stay on it
+    if task.skill not in BLADE_START_SKILLS + PLATE_START_SKILLS:
         changes["egg_offset"] = _past_edge(base.egg_offset, base.egg_offset_range, extra, rng)
         changes["egg_offset_range"] = 0.0
     return task.replace(**changes)
@@ -352,7 +362,7 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "start offset",
-        "the spatula's (and, but for flip and toss, the egg's) start this far past the node's start range",
+        "the spatula's (and, on the pan or in the air, the egg's) start this far past the node's start range",
         "m",
         Span(((0.0, 0.01),)),
         Span(((0.015, 0.03),)),

@@ -14,6 +14,10 @@ twice: once without the push, to find the control step where the env would fire 
 is the same up to there), then with the push from that step on. Observation perturbations do not
 apply: a plan cannot see, it reads the true first observation.
 
+A trial in the scene with the salt shaker (``TaskSpec.with_salt``: a season's) is stepped through
+the env instead: its tool changer latches the shaker between control steps, which a rollout in C
+cannot do, and its grains cost far more than the Python between steps.
+
 A trial whose simulation diverges (a MuJoCo instability warning or a non-finite state) is
 re-simulated through the env itself, whose per-step checks define where it ended and why; it is
 recorded as failed with reason "simulation diverged" and the batch goes on.
@@ -31,6 +35,7 @@ from mujoco import rollout
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.env.initial_state import PUSH_PHASES, Disturbance
+from robo_coevolve.env.physics import has_salt
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.plans import ActionPlan, NoisePlan, Plan
 from robo_coevolve.scoring import PHASES, Thresholds
@@ -78,11 +83,11 @@ class OpenLoopSimulator:
     def __init__(self, control_hz: float = 50.0, thresholds: Thresholds | dict | None = None):
         self.control_hz = control_hz
         self.thresholds = thresholds
-        self._envs: dict[tuple[float, float], EggFlipEnv] = {}
+        self._envs: dict[tuple[float, float, bool], EggFlipEnv] = {}
 
     def env_for(self, task: TaskSpec) -> EggFlipEnv:
         """A privileged, image-free env with ``task``'s geometry (cached per geometry)."""
-        key = (task.pan_height, task.egg_size)
+        key = (task.pan_height, task.egg_size, has_salt(task))
         if key not in self._envs:
             self._envs[key] = EggFlipEnv(
                 task=task, control_hz=self.control_hz, privileged=True, thresholds=self.thresholds
@@ -106,6 +111,8 @@ class OpenLoopSimulator:
         meta = {**trial.plan.describe(), **trial.meta}
         if not np.isfinite(actions).all():
             raise ValueError(f"plan {meta.get('plan')} gave non-finite actions")
+        if env.physics.tool_changer is not None:
+            return run_actions(env, actions, seed=trial.task.seed, meta=meta)
         traj = self._simulate(env, obs, actions, trial.task, meta, trial.early_stop)
         if traj is None:  # unstable: the env's own per-step checks record where and why it ended
             traj = run_actions(env, actions, seed=trial.task.seed, meta=meta)

@@ -40,6 +40,19 @@ The **place** family (serve) carries the egg off the pan and lays it down, in fo
    ``draw_time`` s: a quick draw leaves the egg behind, a slow one drags it along;
 4. hold.
 
+The **shake** family (season) fetches the shaker and salts the egg, in five phases:
+
+1. **dock**: bring the blade, level, ``dock_drop`` m under the shaker's base in its rack in
+   ``dock_time`` s, then rise to the base (``dock_dx``, ``dock_dy``, ``dock_dz`` off it) in
+   ``rise_time`` s and wait ``dock_wait`` s: the tool changer latches the shaker (the rack is a
+   fixture of the kitchen, like the pan at the origin; the egg, which moves, is what is read
+   from the observation);
+2. **carry** it to ``carry_dx``, ``carry_dy`` from the egg and ``carry_z`` high in ``carry_time`` s;
+3. **turn** it over, rolling the blade ``turn_roll`` rad in ``turn_time`` s;
+4. **shake** it ``shakes`` times (rounded), ``shake_amplitude`` m each way along the horizontal
+   direction ``shake_angle``, ``shake_period`` s a shake;
+5. hold while the salt lands.
+
 The base family can throw only at the edge of its ranges (a lift at its shortest and highest), and
 keeps the blade where the toss ended: from zero demonstrations its search found no toss in 3,000
 trials (docs/design.md).
@@ -58,6 +71,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robo_coevolve.motion.keyframes import KeyframeMotion
+from robo_coevolve.task_spec import DOCK_POSE
 
 GRAVITY = 9.81
 IN_FLIGHT_SPEED = 0.05  # m/s: an egg moving faster than this at the start is treated as in flight
@@ -121,6 +135,44 @@ PLACE_PARAMETERS = (
     Parameter("draw_rise", 0.0, 0.05, "m", "rise during the draw"),
     Parameter("draw_time", 0.03, 0.4, "s", "duration of the draw"),
 )
+
+
+SHAKE_PARAMETERS = (
+    Parameter("dock_time", 0.3, 1.0, "s", "time to reach the pre-dock pose under the shaker"),
+    Parameter("dock_drop", 0.01, 0.05, "m", "pre-dock pose's depth under the shaker's base"),
+    Parameter("rise_time", 0.05, 0.4, "s", "time to rise from the pre-dock pose to the base"),
+    Parameter("dock_dx", -0.015, 0.015, "m", "dock pose x from the shaker's base"),
+    Parameter("dock_dy", -0.015, 0.015, "m", "dock pose y from the shaker's base"),
+    Parameter("dock_dz", -0.015, 0.015, "m", "dock pose height from the shaker's base"),
+    Parameter("dock_wait", 0.02, 0.3, "s", "time docked before the carry"),
+    Parameter("carry_time", 0.2, 1.0, "s", "time to carry the shaker over the egg"),
+    Parameter("carry_dx", -0.04, 0.04, "m", "carry pose x from the egg"),
+    Parameter("carry_dy", -0.04, 0.04, "m", "carry pose y from the egg"),
+    Parameter("carry_z", 0.1, 0.3, "m", "blade height of the carry pose above the pan surface"),
+    Parameter("turn_time", 0.15, 0.6, "s", "time to turn the shaker over"),
+    Parameter("turn_roll", 2.4, 3.4, "rad", "blade roll that turns the shaker's hole down"),
+    Parameter("shakes", 0.0, 4.0, "", "number of shakes (rounded)"),
+    Parameter("shake_amplitude", 0.0, 0.03, "m", "how far each shake moves the shaker each way"),
+    Parameter("shake_period", 0.08, 0.3, "s", "duration of one shake"),
+    Parameter("shake_angle", 0.0, 3.1416, "rad", "horizontal direction of the shakes from +x"),
+)
+
+
+def _shake_motion(q: dict[str, float], start: np.ndarray, egg: np.ndarray) -> KeyframeMotion:
+    dock = [DOCK_POSE[0] + q["dock_dx"], DOCK_POSE[1] + q["dock_dy"], DOCK_POSE[2] + q["dock_dz"], 0.0, 0.0]
+    below = [dock[0], dock[1], dock[2] - q["dock_drop"], 0.0, 0.0]
+    x, y, z = egg[0] + q["carry_dx"], egg[1] + q["carry_dy"], q["carry_z"]
+    over, turned = [x, y, z, 0.0, 0.0], [x, y, z, 0.0, q["turn_roll"]]
+    durations = [q["dock_time"], q["rise_time"], q["dock_wait"], q["carry_time"], q["turn_time"]]
+    times = list(np.concatenate([[0.0], np.cumsum(durations)]))
+    poses = [start, below, dock, dock, over, turned]
+    ux, uy = np.cos(q["shake_angle"]) * q["shake_amplitude"], np.sin(q["shake_angle"]) * q["shake_amplitude"]
+    period = q["shake_period"]
+    for _ in range(int(round(q["shakes"]))):
+        t = times[-1]
+        times += [t + period / 4, t + 3 * period / 4, t + period]
+        poses += [[x + ux, y + uy, z, 0.0, q["turn_roll"]], [x - ux, y - uy, z, 0.0, q["turn_roll"]], turned]
+    return KeyframeMotion(times + [times[-1] + 0.3], poses + [turned])
 
 
 def _start_and_egg(obs: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -227,8 +279,9 @@ class Family:
 BASE = Family("base", PARAMETERS, _base_motion)
 THROW = Family("throw", THROW_PARAMETERS, _throw_motion)
 PLACE = Family("place", PLACE_PARAMETERS, _place_motion)
-FAMILIES = {f.name: f for f in (BASE, THROW, PLACE)}
-_SKILL_FAMILY = {"toss": THROW, "serve": PLACE}  # every other skill: BASE
+SHAKE = Family("shake", SHAKE_PARAMETERS, _shake_motion)
+FAMILIES = {f.name: f for f in (BASE, THROW, PLACE, SHAKE)}
+_SKILL_FAMILY = {"toss": THROW, "serve": PLACE, "season": SHAKE}  # every other skill: BASE
 
 
 def family(skill: str) -> Family:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from robo_coevolve.motion.keyframes import KeyframeMotion
+from robo_coevolve.task_spec import DOCK_POSE
 
 GRAVITY = 9.81
 
@@ -161,4 +162,31 @@ def serve(
     )
 
 
-MOTIONS = {"scoop": scoop, "flip": flip, "catch": catch, "toss": toss, "serve": serve}
+def season(
+    obs: dict,
+    shakes: int = 2,
+    amplitude: float = 0.01,
+    period: float = 0.2,
+    height: float = 0.2,
+    aim: tuple[float, float] = (0.0, 0.0),
+    roll: float = 3.1,
+) -> KeyframeMotion:
+    """Dock the blade under the shaker in its rack (the tool changer latches it), carry it
+    ``height`` m high over the egg (``aim`` m off its centre), roll it ``roll`` rad so the hole
+    points down, shake it ``shakes`` times ``amplitude`` m along x, ``period`` s each, and hold
+    still while the salt lands."""
+    start, egg = _split(obs)
+    x, y = egg[0] + aim[0], egg[1] + aim[1]
+    dock = list(DOCK_POSE)
+    below = [dock[0], dock[1], dock[2] - 0.03, 0.0, 0.0]
+    over = [x, y, height, 0.0, 0.0]
+    turned = [x, y, height, 0.0, roll]
+    times, poses = [0.0, 0.5, 0.8, 1.0, 1.5, 2.0, 2.2], [start, below, dock, dock, over, turned, turned]
+    for _ in range(shakes):
+        t = times[-1]
+        times += [t + period / 4, t + 3 * period / 4, t + period]
+        poses += [[x + amplitude, y, height, 0.0, roll], [x - amplitude, y, height, 0.0, roll], turned]
+    return KeyframeMotion(times + [times[-1] + 0.6], poses + [turned])  # the salt lands
+
+
+MOTIONS = {"scoop": scoop, "flip": flip, "catch": catch, "toss": toss, "serve": serve, "season": season}

@@ -35,7 +35,7 @@ from robo_coevolve.policy import VLAPolicy
 from robo_coevolve.policy.residual import ResidualExploration, gaussian_log_prob
 from robo_coevolve.practice.config import RLConfig
 from robo_coevolve.scoring import Scorer
-from robo_coevolve.scoring.progress import ProgressTracker
+from robo_coevolve.scoring.progress import progress_over_time
 from robo_coevolve.task_spec import TaskSpec
 from robo_coevolve.trajectory import Trajectory
 
@@ -65,8 +65,7 @@ def progress_rewards(traj: Trajectory, success_bonus: float, scorer: Scorer | No
     further scores more even when every episode fails."""
     scorer = scorer or Scorer(1.0 / traj.control_hz)
     events = traj.events(scorer.thresholds)
-    tracker = ProgressTracker(traj.task.skill, scorer.hold_steps, scorer.thresholds)
-    potentials = np.array([tracker.update({k: v[t] for k, v in events.items()}) for t in range(len(traj))])
+    potentials = progress_over_time(traj.task.skill, events, scorer.hold_steps, scorer.thresholds)
     rewards = np.diff(potentials, prepend=0.0)
     rewards[-1] += success_bonus * float(traj.success)
     return rewards

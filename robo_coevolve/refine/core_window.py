@@ -7,7 +7,8 @@
 - the **attempt start**: the first step of the last stretch, before the success, during which the
   egg sat in the skill's starting situation (scoop: resting on the pan, untouched by the blade;
   flip and toss: resting upright on the blade; serve: on the blade, still nearer the pan than
-  the plate (the carry moves it); catch: in the air). That stretch holds the
+  the plate (the carry moves it); catch: in the air; season: the shaker still in its rack, which
+  it leaves once for good). That stretch holds the
   approach of the attempt that worked; everything before it is an earlier attempt that failed (a
   dropped scoop, a flip that fell back) and is pruned. A trial with no earlier attempt keeps its
   start: a policy cloned from the segment must be able to begin where an episode begins;
@@ -44,6 +45,8 @@ def attempt_start_condition(skill: str, ev: dict[str, np.ndarray]) -> np.ndarray
         return ev["blade_only"] & (ev["up_z"] > 0.7) & ev["resting"]
     if skill == "catch":
         return ev["in_air"]
+    if skill == "season":
+        return ~np.logical_or.accumulate(ev["shaker_held"])
     raise ValueError(f"no attempt condition for skill {skill!r}")
 
 

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from robo_coevolve.scoring.integrity import integrity_over_time
+from robo_coevolve.scoring.salt import has_salt, salt_events
 from robo_coevolve.scoring.thresholds import Thresholds
 from robo_coevolve.task_spec import PLATE_CENTRE
 
@@ -81,7 +82,8 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
     - ``force``: peak normal force on the egg, N; ``integrity``: running, in [0, 1];
     - ``off_centre``: m of the egg from the centre of what holds it (the blade's centre when on
       the blade, the plate's on the plate, else the pan's);
-    - ``finite``: the state was a number; ``phase``: index into ``PHASES``.
+    - ``finite``: the state was a number; ``phase``: index into ``PHASES``;
+    - in a season's record, the salt's (``robo_coevolve.scoring.salt.salt_events``).
     """
     finite = np.isfinite(np.concatenate([v.reshape(len(v), -1) for v in record.values()], axis=1)).all(1)
     all_finite = bool(finite.all())
@@ -105,7 +107,9 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
 
     up_z = _numbers(record["egg_up"][:, 2], all_finite, nan=1.0)
     phase = phase_index(on_blade, on_pan, on_burner, on_floor, finite, on_plate)
+    salt = salt_events(record, up_z, thresholds) if has_salt(record) else {}
     return {
+        **salt,
         "height": height,
         "on_blade": on_blade,
         "on_pan": on_pan,

@@ -15,9 +15,10 @@ from collections import deque
 import numpy as np
 
 from robo_coevolve.scoring.integrity import integrity_from_peak
+from robo_coevolve.scoring.salt import seasoned
 from robo_coevolve.scoring.success import side_kept
 from robo_coevolve.scoring.thresholds import Thresholds
-from robo_coevolve.task_spec import PLATE_CENTRE
+from robo_coevolve.task_spec import PLATE_CENTRE, SALT_SKILLS
 
 Events = dict[str, np.ndarray]
 
@@ -51,7 +52,12 @@ WEIGHTS = {
     "catch": (0.2, 0.2, 0.3, 0.3),
     "toss": (0.2, 0.2, 0.3, 0.3),
     "serve": (0.2, 0.2, 0.3, 0.3),
+    "season": (0.2, 0.15, 0.2, 0.25, 0.2),
 }
+# Skills whose egg belongs on the plate: in every other skill an egg on the plate is lost.
+PLATE_SKILLS = ("serve", "season")
+SHAKER_REACH = 0.25  # m from the blade to the shaker's base at which reaching it earns nothing
+AIM_SCALE = 0.1  # m from the hole to the egg's axis at which aiming earns nothing
 PLATE_DISTANCE = math.hypot(*PLATE_CENTRE)  # m from the pan's centre: a serve's carry to cover
 
 
@@ -64,8 +70,8 @@ def _combine(
     thresholds: Thresholds,
 ) -> float:
     """The weighted terms, zero for a diverged trial, cut for a fallen or cracked egg. An egg that
-    lands on the plate in any skill but serve has left the stove as a fallen one has: it is cut
-    the same (else flinging it onto the plate would beat dropping it)."""
+    lands on the plate in any skill but serve and season has left the stove as a fallen one has:
+    it is cut the same (else flinging it onto the plate would beat dropping it)."""
     score = sum(w * v for w, v in zip(WEIGHTS[skill], terms, strict=True))
     if not finite:
         return 0.0
@@ -90,7 +96,12 @@ def progress(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) ->
     is not credited by itself: the search would find flips onto the pan, not throws.); serve: how
     near the plate's centre the blade or the plate ever held the egg (full on it, nothing
     ``PLATE_DISTANCE`` away), the plate alone ever held it, and the end window's fraction of steps
-    where it lies on the plate alone the side up it started, and also resting.
+    where it lies on the plate alone the side up it started, and also resting; season: reaching
+    the shaker (full once held, else how near the blade came to its base, nothing at
+    ``SHAKER_REACH``), how near the egg's axis the held, upturned shaker's hole came (nothing at
+    ``AIM_SCALE``), the dose (full from ``salt_min`` to ``salt_max`` grains), the share of it on
+    the egg times how spread it is (full at ``salt_cells`` cells), and the end window's fraction of
+    steps where the season's predicate holds.
     """
     if skill not in WEIGHTS:
         raise ValueError(f"no progress measure for skill {skill!r}")
@@ -114,6 +125,8 @@ def progress(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) ->
             _end(served, hold_steps),
             _end(served & ev["resting"], hold_steps),
         )
+    elif skill == "season":
+        terms = _season_terms(ev, hold_steps, thresholds)
     elif skill == "flip":
         turned = (1.0 - ev["up_z"]) / 2  # 0 upright, 1 upside down
         terms = (
@@ -142,8 +155,24 @@ def progress(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) ->
                 _end(upside_down & ev["resting"], hold_steps),
             )
     integrity = float(ev["integrity"][-1]) if len(ev["integrity"]) else 1.0
-    lost = ev["on_floor"] | (ev["on_plate"] if skill != "serve" else False)
+    lost = ev["on_floor"] | (ev["on_plate"] if skill not in PLATE_SKILLS else False)
     return _combine(skill, terms, bool(ev["finite"].all()), bool(lost.any()), integrity, thresholds)
+
+
+def _season_terms(ev: Events, hold_steps: int, thresholds: Thresholds) -> tuple[float, ...]:
+    """A season's progress terms: reaching the shaker, aiming its hole at the egg, the dose, the
+    salt on the egg and spread, and the end window (see ``progress``)."""
+    if not len(ev["salt_dispensed"]):
+        return (0.0,) * 5
+    grip = 1.0 if ev["shaker_held"].any() else max(0.0, 1.0 - float(ev["shaker_grip"].min()) / SHAKER_REACH)
+    aiming = ev["shaker_held"] & ev["shaker_inverted"]
+    closest = np.where(aiming, ev["hole_to_egg"], AIM_SCALE).min()
+    n = int(ev["salt_dispensed"][-1])
+    dose = min(1.0, n / thresholds.salt_min) * min(1.0, thresholds.salt_max / max(n, 1))
+    spread = min(1.0, int(ev["salt_cells"][-1]) / thresholds.salt_cells)
+    on_egg = int(ev["salt_on_egg"][-1]) / max(n, 1) * spread
+    done = ev["plate_only"] & side_kept(ev, thresholds) & ev["resting"] & seasoned(ev, thresholds)
+    return (grip, max(0.0, 1.0 - float(closest) / AIM_SCALE), dose, on_egg, _end(done, hold_steps))
 
 
 class _Window:
@@ -171,6 +200,8 @@ class ProgressTracker:
     def __init__(self, skill: str, hold_steps: int, thresholds: Thresholds):
         if skill not in WEIGHTS:
             raise ValueError(f"no progress measure for skill {skill!r}")
+        if skill in SALT_SKILLS:
+            raise ValueError(f"a {skill}'s progress reads every grain: take progress() of the record so far")
         self.skill = skill
         self.hold_steps = hold_steps
         self.thresholds = thresholds
@@ -204,7 +235,7 @@ class ProgressTracker:
             self._peak_force = force
             self._integrity = float(integrity_from_peak(force, th))
         self._finite = self._finite and ev["finite"]
-        self._fell = self._fell or ev["on_floor"] or (self.skill != "serve" and ev["on_plate"])
+        self._fell = self._fell or ev["on_floor"] or (self.skill not in PLATE_SKILLS and ev["on_plate"])
         held = ev["blade_only"]
         if self.skill == "flip":
             self._highest = max(self._highest, (1.0 - ev["up_z"]) / 2)
@@ -247,3 +278,19 @@ class ProgressTracker:
         else:
             terms = (float(self._held), float(not self._touched_pan), end, end_resting)
         return _combine(self.skill, terms, self._finite, self._fell, self._integrity, th)
+
+
+def progress_over_time(skill: str, ev: Events, hold_steps: int, thresholds: Thresholds) -> np.ndarray:
+    """(T,) the progress of every prefix of a trial: step t's is ``progress`` of steps 0..t. A
+    ``ProgressTracker`` walks the steps in O(T); a season's, which reads every grain, takes each
+    prefix's events in turn."""
+    steps = len(ev["finite"])
+    if skill in SALT_SKILLS:
+        return np.array(
+            [
+                progress(skill, {k: v[: t + 1] for k, v in ev.items()}, hold_steps, thresholds)
+                for t in range(steps)
+            ]
+        )
+    tracker = ProgressTracker(skill, hold_steps, thresholds)
+    return np.array([tracker.update({k: v[t] for k, v in ev.items()}) for t in range(steps)])

@@ -19,6 +19,10 @@ never touched the floor, and its integrity stayed at or above ``min_integrity``.
   ``lift_height``, and resting on it.
 - **serve**: at the end the egg is supported by the plate alone, resting on it, with the side up
   that it started with (a serve's instruction names that side, ``TaskSpec.egg_side_up``).
+- **season**: at the end the egg still lies on the plate alone, at rest, the side up it started,
+  and the salt (``scoring.salt``) is a pinch: between ``salt_min`` and ``salt_max`` grains out of
+  the shaker, all of them landed, at least ``salt_on_egg`` of them on the egg's upper face over at
+  least ``salt_cells`` of its 1 cm cells, at most ``salt_spill`` off the plate.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from robo_coevolve.scoring.salt import seasoned
 from robo_coevolve.scoring.thresholds import Thresholds
 
 Events = dict[str, np.ndarray]
@@ -96,13 +101,39 @@ def side_kept(ev: Events, thresholds: Thresholds) -> np.ndarray:
     return up_z > -thresholds.upside_down_z if started_upright else up_z < thresholds.upside_down_z
 
 
-def serve(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
+def serve(
+    ev: Events, end: slice, thresholds: Thresholds, turned: str = "egg not the side up it was served as"
+) -> tuple[bool, str]:
+    """The egg lies on the plate alone at the end, at rest, the side up it started (else ``turned``)."""
     if not ev["plate_only"][end].all():
         return False, "egg not lying on the plate alone at the end"
     if not side_kept(ev, thresholds)[end].all():
-        return False, "egg not the side up it was served as"
+        return False, turned
     if not ev["resting"][end].all():
         return False, "egg still moving on the plate at the end"
+    return True, "success"
+
+
+def season(ev: Events, end: slice, thresholds: Thresholds) -> tuple[bool, str]:
+    served = serve(ev, end, thresholds, turned="egg turned over while seasoning")
+    if not served[0]:
+        return served
+    n = int(ev["salt_dispensed"][-1])
+    if n < thresholds.salt_min:
+        return False, f"too little salt: {n} grains < {thresholds.salt_min}"
+    if n > thresholds.salt_max:
+        return False, f"too much salt: {n} grains > {thresholds.salt_max}"
+    if ev["salt_moving"][end].any():
+        return False, "salt still falling or rolling at the end"
+    on_egg, spilled, cells = (int(ev[k][-1]) for k in ("salt_on_egg", "salt_spilled", "salt_cells"))
+    if on_egg < thresholds.salt_on_egg * n:
+        return False, f"only {on_egg} of {n} grains on the egg (< {thresholds.salt_on_egg:.0%})"
+    if cells < thresholds.salt_cells:
+        return False, f"salt on {cells} of the egg's cells (< {thresholds.salt_cells}): heaped, not spread"
+    if spilled > thresholds.salt_spill * n:
+        return False, f"{spilled} of {n} grains spilled off the plate (> {thresholds.salt_spill:.0%})"
+    if not seasoned(ev, thresholds)[end].all():
+        return False, "salt changed over the end window"
     return True, "success"
 
 
@@ -112,6 +143,7 @@ PREDICATES: dict[str, Callable[[Events, slice, Thresholds], tuple[bool, str]]] =
     "catch": catch,
     "toss": toss,
     "serve": serve,
+    "season": season,
 }
 
 
@@ -129,6 +161,8 @@ def _condition(skill: str, ev: Events, thresholds: Thresholds) -> np.ndarray:
         return settled & ev["upside_down"] & thrown
     if skill == "serve":
         return ev["plate_only"] & side_kept(ev, thresholds) & ev["resting"]
+    if skill == "season":
+        return ev["plate_only"] & side_kept(ev, thresholds) & ev["resting"] & seasoned(ev, thresholds)
     raise ValueError(f"no success predicate for skill {skill!r}: known are {sorted(PREDICATES)}")
 
 

@@ -15,7 +15,15 @@ from hypothesis.extra.numpy import arrays
 from robo_coevolve import SKILLS, TaskSpec
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.env.physics import EggFlipPhysics
-from robo_coevolve.task_spec import BLADE_START_SKILLS, EGG_RIM_RADIUS, PAN_RADIUS, SPATULA_HIGH, SPATULA_LOW
+from robo_coevolve.task_spec import (
+    BLADE_START_SKILLS,
+    EGG_RIM_RADIUS,
+    PAN_RADIUS,
+    PLATE_RADIUS,
+    PLATE_START_SKILLS,
+    SPATULA_HIGH,
+    SPATULA_LOW,
+)
 
 CONTROL_STEPS = 60  # per example: 1.2 s at 50 Hz, long enough for a flung egg to land again
 
@@ -46,8 +54,10 @@ def task_specs(draw) -> TaskSpec:
         fields["spatula_pose"] = tuple(draw(_between(lo, hi)) for lo, hi in reach)
         fields["spatula_pose_range"] = (0.0,) * 5
     else:
-        spread = draw(_between(0.0, 0.02))
-        reach = PAN_RADIUS - EGG_RIM_RADIUS * size - math.sqrt(2) * spread
+        # Anywhere on the pan, or on the plate for a season (it starts there).
+        surface = PLATE_RADIUS if skill in PLATE_START_SKILLS else PAN_RADIUS
+        spread = draw(_between(0.0, 0.005 if skill in PLATE_START_SKILLS else 0.02))
+        reach = surface - EGG_RIM_RADIUS * size - math.sqrt(2) * spread
         radius, angle = draw(_between(0.0, reach)), draw(_between(0.0, 2 * math.pi))
         fields["egg_offset"] = (radius * math.cos(angle), radius * math.sin(angle))
         fields["egg_offset_range"] = spread

@@ -152,7 +152,7 @@ def test_discounted_dense_return_is_the_sparse_one():
     env.close()
 
 
-@pytest.mark.parametrize("skill", SKILLS)
+@pytest.mark.parametrize("skill", [s for s in SKILLS if s != "season"])  # a season's reads every grain
 @pytest.mark.parametrize("scripted", [True, False], ids=["scripted", "random"])
 def test_running_progress_is_progress_of_every_prefix(skill, scripted):
     """The tracker's O(1) update gives what ``progress`` computes from the whole record so far."""

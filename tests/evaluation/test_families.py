@@ -99,7 +99,7 @@ def test_a_toss_instruction_is_no_wrong_skill_for_a_flip():
     assert not {t.instruction for t in flip} & every_toss
     toss = family("wrong skill").tasks(TaskDistribution.for_skill("toss"), np.random.default_rng(4), 60)
     asked = {s for t in toss for s in SKILLS if t.instruction in PARAPHRASES[s]["heldout"]}
-    assert asked == {"scoop", "flip", "catch", "serve"}
+    assert asked == {"scoop", "flip", "catch", "serve", "season"}
 
 
 def test_a_turned_serve_is_paraphrased_yolk_down():
@@ -120,7 +120,7 @@ def test_instructions_of_each_split_are_disjoint_and_held_out_ones_are_new():
     said = {t.instruction for t in family("paraphrase").tasks(dist, np.random.default_rng(2), 40)}
     assert said == set(PARAPHRASES["flip"]["heldout"])
     wrong = family("wrong skill").tasks(dist, np.random.default_rng(2), 40)
-    others = {p for s in ("scoop", "catch", "serve") for p in PARAPHRASES[s]["heldout"]}
+    others = {p for s in ("scoop", "catch", "serve", "season") for p in PARAPHRASES[s]["heldout"]}
     assert {t.instruction for t in wrong} <= others and all(t.skill == "flip" for t in wrong)
     assert len({t.instruction for t in wrong}) >= 4
 

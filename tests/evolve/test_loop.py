@@ -98,6 +98,7 @@ def test_a_tiny_run_masters_scoop_unlocks_flip_and_writes_every_artefact(uninter
         "toss": "active",
         "serve": "active",
         "serve_turned": "locked",
+        "season": "locked",
     }
     # the recipe (scoop then flip here) ran once its stages were mastered, with its own video
     cook = summary["recipes"]["cook"]
@@ -186,7 +187,7 @@ def test_scripts_show_evaluate_plot_and_render_a_run(uninterrupted, tmp_path):
     assert f"library digest: {SkillLibrary(uninterrupted / 'library').digest()}" in status
     cli("tree", "evaluate", d, "--tasks", "4")
     evaluation = json.loads((uninterrupted / "evaluation.json").read_text())
-    assert set(evaluation["nodes"]) == {"scoop", "flip", "catch", "toss", "serve", "serve_turned"}
+    assert set(evaluation["nodes"]) == {"scoop", "flip", "catch", "toss", "serve", "serve_turned", "season"}
     assert all(e["n"] == 4 for e in evaluation["nodes"].values())
     assert "recipe cook (scoop -> flip): " in status
     out = cli(

@@ -5,7 +5,7 @@ import pytest
 
 from robo_coevolve.scoring import Scorer, Thresholds
 from robo_coevolve.scoring.integrity import integrity_from_peak, integrity_over_time
-from robo_coevolve.task_spec import PLATE_CENTRE, SKILLS
+from robo_coevolve.task_spec import GRAINS, PLATE_CENTRE, RACK_SEAT, SALT_SKILLS, SKILLS
 
 
 def record(steps=20, height=0.06, up=1.0, on_blade=1, on_pan=0, on_floor=0, speed=0.0, force=0.5, on_plate=0):
@@ -32,6 +32,21 @@ def record(steps=20, height=0.06, up=1.0, on_blade=1, on_pan=0, on_floor=0, spee
         "egg_on_floor": col(on_floor),
         "egg_on_burner": col(0),
         "egg_on_plate": col(on_plate),
+    }
+
+
+def salted(rec: dict) -> dict:
+    """``rec`` with a season scene's salt sensors: the shaker in its rack, every grain in it."""
+    steps = len(rec["egg_pos"])
+    hole = np.array([RACK_SEAT[0], RACK_SEAT[1], RACK_SEAT[2] + 0.066])
+    inside = hole - (0, 0, 0.03) - rec["egg_pos"][0]  # in the egg's frame (the record's is the world's)
+    grains = {f"grain{i}": np.tile(inside, (steps, 1)) for i in range(GRAINS)}
+    return {
+        **rec,
+        "shaker_pos": np.tile(hole, (steps, 1)),
+        "shaker_quat": np.tile([1.0, 0, 0, 0], (steps, 1)),
+        "shaker_grip": np.tile([0.1, 0, 0], (steps, 1)),
+        **grains,
     }
 
 
@@ -143,13 +158,20 @@ def test_success_must_hold_over_the_hold_window():
 
 def test_floor_and_divergence_fail_every_skill():
     for skill in SKILLS:
-        rec = record(up=-1.0)
+        scene = salted if skill in SALT_SKILLS else dict
+        rec = scene(record(up=-1.0))
         rec["egg_on_floor"][0] = 1
         assert scorer.outcome(skill, rec).reason == "egg fell to the floor"
-        assert scorer.outcome(skill, record(up=-1.0), diverged=True).reason == "simulation diverged"
-        rec = record(up=-1.0)
+        assert scorer.outcome(skill, scene(record(up=-1.0)), diverged=True).reason == "simulation diverged"
+        rec = scene(record(up=-1.0))
         rec["egg_pos"][5] = np.nan
         assert scorer.outcome(skill, rec).diverged
+
+
+def test_a_full_shaker_in_its_rack_is_no_seasoning():
+    outcome = scorer.outcome("season", salted(record(height=0.0, on_blade=0, on_plate=1)))
+    assert not outcome.success and outcome.reason == "too little salt: 0 grains < 10"
+    assert 0 < outcome.progress < 0.25  # the blade never reached the shaker, the egg lies still
 
 
 def test_unknown_skill_and_bad_thresholds_raise():
