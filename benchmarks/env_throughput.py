@@ -12,7 +12,10 @@ any machine even when the absolute numbers do not:
    (``robo_coevolve/Scoop-v0``, ...) and, measured the same way in the same run, gymnasium's
    ``HalfCheetah-v5`` and ``Ant-v5``: ``env.step()`` (of the unwrapped env, resets not timed) against
    ``mj_step`` replaying the controls the env wrote, ``frame_skip``/``substeps`` steps each.
-3. Policy-frame renders/s with the fast settings (``pretty=False``) against the pretty ones at the same
+3. The season scene's salt: the scripted season's controls replayed with ``mj_step(nstep=substeps)``
+   on the scene with the shaker and its grains against the same scene without them (the egg and
+   the spatula start where they did), so the ratio is what the grains cost.
+4. Policy-frame renders/s with the fast settings (``pretty=False``) against the pretty ones at the same
    size, and the env's full ``step()`` with ``image_size=64`` against the same env without an image.
 
 Measurements that are compared are interleaved in rounds (A, B, A, B, ...) and each figure is the
@@ -45,8 +48,10 @@ import numpy as np  # noqa: E402
 
 from robo_coevolve import SKILL_ENV_IDS, SKILLS  # noqa: E402
 from robo_coevolve.env.egg_flip import EggFlipEnv  # noqa: E402
+from robo_coevolve.env.physics import SPATULA_JOINTS, build_model  # noqa: E402
 from robo_coevolve.env.rendering import SceneRenderer  # noqa: E402
 from robo_coevolve.motion.scripted import MOTIONS  # noqa: E402
+from robo_coevolve.task_spec import GRAINS  # noqa: E402
 
 # A unit of work: does something and returns how many items (control steps, frames) it did, or
 # (items, seconds) when it times only part of what it does.
@@ -141,29 +146,37 @@ class SkillRun:
     def raw_python_episode(self) -> int:
         p = self.env.physics
         model, data, substeps, step = p.model, p.data, self.substeps, mujoco.mj_step
+        changer = p.tool_changer  # the season scene's: part of its physics, between control steps
         p.set_state(self.state)
         if self.disturbance is None:
             for ctrl in self.ctrls:
                 data.ctrl[:] = ctrl
                 for _ in range(substeps):
                     step(model, data)
+                if changer is not None:
+                    changer.update(data)
         else:  # the same push as the env applies, checked every physics step
             for ctrl in self.ctrls:
                 data.ctrl[:] = ctrl
                 for _ in range(substeps):
                     self._push()
                     step(model, data)
+                if changer is not None:
+                    changer.update(data)
         return self.steps
 
     def raw_c_episode(self) -> int:
         p = self.env.physics
         model, data, substeps, step = p.model, p.data, self.substeps, mujoco.mj_step
+        changer = p.tool_changer
         p.set_state(self.state)
         if self.disturbance is not None:  # a push that changes mid-step needs the Python loop
             return self.raw_python_episode()
         for ctrl in self.ctrls:
             data.ctrl[:] = ctrl
             step(model, data, nstep=substeps)
+            if changer is not None:
+                changer.update(data)
         return self.steps
 
     def same_trajectory(self) -> dict[str, bool]:
@@ -207,6 +220,46 @@ def bench_physics(skill: str, seed: int, seconds: float, rounds: int, warmup: fl
     }
     run.close()
     return result
+
+
+def bench_salt(seed: int, seconds: float, rounds: int, warmup: float) -> dict:
+    """The season scene's physics with its shaker and grains against the same scene without them:
+    the scripted season's controls, replayed from the same egg and spatula start."""
+    run = SkillRun("season", seed)
+    p = run.env.physics
+    plain = build_model(p.model.body("pan").pos[2], 1.0)
+    plain_data = mujoco.MjData(plain)
+    p.set_state(run.state)
+    for joint in ("egg", *SPATULA_JOINTS):  # the start the grains' run has, on the plain scene
+        a, b = p.model.joint(joint), plain.joint(joint)
+        width = 7 if joint == "egg" else 1
+        plain_data.qpos[b.qposadr[0] : b.qposadr[0] + width] = p.data.qpos[
+            a.qposadr[0] : a.qposadr[0] + width
+        ]
+    plain_data.ctrl[:] = p.data.ctrl
+    plain_start = np.empty(mujoco.mj_stateSize(plain, mujoco.mjtState.mjSTATE_INTEGRATION))
+    mujoco.mj_getState(plain, plain_data, plain_start, mujoco.mjtState.mjSTATE_INTEGRATION)
+
+    def without_grains() -> int:
+        mujoco.mj_setState(plain, plain_data, plain_start, mujoco.mjtState.mjSTATE_INTEGRATION)
+        for ctrl in run.ctrls:
+            plain_data.ctrl[:] = ctrl
+            mujoco.mj_step(plain, plain_data, nstep=run.substeps)
+        return run.steps
+
+    rates = measure({"grains": run.raw_c_episode, "plain": without_grains}, seconds, rounds, warmup)
+    run.raw_c_episode()
+    contacts = int(p.data.ncon)
+    run.close()
+    return {
+        "grains": GRAINS,
+        "control_steps_per_episode": run.steps,
+        "scripted_success": run.success,
+        "contacts_at_end": contacts,
+        "grains_physics_steps_per_s": rates["grains"] * run.substeps,
+        "plain_physics_steps_per_s": rates["plain"] * run.substeps,
+        "ratio_grains_over_plain": rates["grains"] / rates["plain"],
+    }
 
 
 class RandomRun:
@@ -480,6 +533,25 @@ def report(results: dict) -> str:
             rows,
         )
     )
+    if results.get("salt"):
+        r = results["salt"]
+        out += [
+            "",
+            f"Physics: the season scene with its shaker and {r['grains']} grains vs the same scene "
+            "without them, the scripted season's controls (raw nstep)",
+            _table(
+                ["with grains steps/s", "without steps/s", "ratio", "contacts at the end", "solved"],
+                [
+                    [
+                        _k(r["grains_physics_steps_per_s"]),
+                        _k(r["plain_physics_steps_per_s"]),
+                        f"{r['ratio_grains_over_plain']:.0%}",
+                        str(r["contacts_at_end"]),
+                        "yes" if r["scripted_success"] else "no",
+                    ]
+                ],
+            ),
+        ]
     out += ["", "Rendering: policy camera, fast (no shadows/reflections) vs pretty, same size"]
     rows = [
         [
@@ -542,6 +614,9 @@ def main(argv: list[str] | None = None) -> int:
             bench_random(name, args.seed, args.random_steps, args.seconds, args.rounds, args.warmup)
             for name in random_ids
         ],
+        "salt": bench_salt(args.seed, args.seconds, args.rounds, args.warmup)
+        if "season" in args.skills
+        else None,
         "render": [bench_render(n, args.seed, args.seconds, args.rounds, args.warmup) for n in args.sizes],
         "env_image": bench_env_image(args.image_size, args.seed, args.seconds, args.rounds, args.warmup),
     }
