@@ -18,6 +18,8 @@ the grains cost physics time that no other skill should pay.
 - The shaker collides with nothing but its grains (a simplification: it can pass through the egg
   and the plate; a season's progress rewards holding it above them).
 
+In this scene the overview camera (videos) frames the plate and the rack as well as the pan.
+
 Sensors appended after the scene's (so every other sensor keeps its columns): ``shaker_pos`` and
 ``shaker_quat`` (the hole's position from the pan centre, the shaker's orientation), ``shaker_grip``
 (the shaker's base from the blade centre, in the blade's frame: zero when held) and one
@@ -132,6 +134,11 @@ def add_salt(spec: mujoco.MjSpec, pan_height: float) -> None:
     (the egg-flip scene with its pan surface at ``pan_height``)."""
     seat = np.array(RACK_SEAT) + (0.0, 0.0, pan_height)
     world = spec.worldbody
+    # The overview camera (videos) steps back to frame the pan, the plate, the rack and the air
+    # above the egg where the shaker turns over.
+    overview = spec.camera("overview")
+    overview.pos = [0.55, -0.45, 0.38]
+    overview.targetbody = "plate"
     # The rack: a post and a ring around the shaker's waist (for the eye; the welds hold the shaker).
     rack_rgba = (0.25, 0.22, 0.2, 1.0)
     world.add_geom(
