@@ -1,8 +1,9 @@
 """The season scene's salt: a shaker of grains on a rack beside the plate, and the tool change that
 puts it on the spatula.
 
-Added to the egg-flip scene (``envs/egg_flip/scene.xml``) by ``add_salt`` for season tasks only:
-the grains cost physics time that no other skill should pay.
+Added to the egg-flip scene (``envs/egg_flip/scene.xml``) by ``add_salt`` only for a task
+``with_salt`` (a season's, or a recipe's that ends in one): the grains cost physics time that no
+other skill should pay.
 
 - **Grains** are real MuJoCo bodies (``GRAINS`` spheres, three slide joints each: a rolling grain's
   spin changes nothing here). They collide only where it matters: with the shaker's inside
