@@ -16,7 +16,8 @@ apply: a plan cannot see, it reads the true first observation.
 
 A trial in the scene with the salt shaker (``TaskSpec.with_salt``: a season's) is stepped through
 the env instead: its tool changer latches the shaker between control steps, which a rollout in C
-cannot do, and its grains cost far more than the Python between steps.
+cannot do, and its grains cost far more than the Python between steps. An early-stop judge does
+not cut such a trial.
 
 A trial whose simulation diverges (a MuJoCo instability warning or a non-finite state) is
 re-simulated through the env itself, whose per-step checks define where it ended and why; it is
