@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from robo_coevolve.env.initial_state import Disturbance
-from robo_coevolve.env.physics import has_salt, sensor_layout
+from robo_coevolve.env.physics import sensor_layout
 from robo_coevolve.task_spec import TaskSpec
 
 
@@ -79,4 +79,4 @@ class Segment:
 
     def record(self) -> dict[str, np.ndarray]:
         """The sensor rows by sensor name, (T, dim) each."""
-        return {name: self.sensors[:, s] for name, s in sensor_layout(salt=has_salt(self.task)).items()}
+        return {name: self.sensors[:, s] for name, s in sensor_layout(salt=self.task.with_salt).items()}

@@ -22,7 +22,7 @@ import numpy as np
 from robo_coevolve.atomic import file_aside
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.env.initial_state import Disturbance
-from robo_coevolve.env.physics import has_salt, sensor_layout
+from robo_coevolve.env.physics import sensor_layout
 from robo_coevolve.scoring import Thresholds
 from robo_coevolve.scoring.events import step_events
 from robo_coevolve.task_spec import TaskSpec
@@ -68,7 +68,7 @@ class Trajectory:
     # ------------------------------------------------------------------ views
     def record(self) -> dict[str, np.ndarray]:
         """The sensor rows by sensor name, (T, dim) each (what the scorer reads)."""
-        return {name: self.sensors[:, s] for name, s in sensor_layout(salt=has_salt(self.task)).items()}
+        return {name: self.sensors[:, s] for name, s in sensor_layout(salt=self.task.with_salt).items()}
 
     def egg_states(self) -> np.ndarray:
         """(T, 13) egg position (from the pan centre), quaternion, linear and angular velocity after

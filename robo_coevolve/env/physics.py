@@ -79,9 +79,9 @@ def sensor_layout(env_name: str = "egg_flip", salt: bool = False) -> dict[str, s
     return _layout(build_model(0.45, 1.0, env_name, salt))
 
 
-def has_salt(task: TaskSpec) -> bool:
-    """Whether ``task``'s scene has the shaker and its grains."""
-    return task.with_salt
+def _geometry(task: TaskSpec) -> tuple[float, float, bool]:
+    """What of ``task`` is compiled into the model: pan height, egg size, the salt."""
+    return (task.pan_height, task.egg_size, task.with_salt)
 
 
 class EggFlipPhysics:
@@ -89,8 +89,8 @@ class EggFlipPhysics:
 
     def __init__(self, task: TaskSpec, env_name: str = "egg_flip"):
         self.env_name = env_name
-        self.geometry = (task.pan_height, task.egg_size, has_salt(task))
-        self.model = build_model(task.pan_height, task.egg_size, env_name, has_salt(task))
+        self.geometry = _geometry(task)
+        self.model = build_model(*self.geometry[:2], env_name, task.with_salt)
         self.data = mujoco.MjData(self.model)
         m = self.model
         self.egg_body = m.body("egg").id
@@ -105,8 +105,8 @@ class EggFlipPhysics:
         self._kp = m.actuator_gainprm[:, 0].copy()  # position actuators: force = kp (ctrl - q) - kv qdot
         self._servo_gain = 1.0
         self._pairs = {m.pair(i).name: i for i in range(m.npair)}
-        self.sensor_slices = sensor_layout(env_name, has_salt(task))
-        self.tool_changer = ToolChanger(m) if has_salt(task) else None
+        self.sensor_slices = sensor_layout(env_name, task.with_salt)
+        self.tool_changer = ToolChanger(m) if task.with_salt else None
         self._peak_columns = np.concatenate(
             [np.arange(self.sensor_slices[n].start, self.sensor_slices[n].stop) for n in PEAK_SENSORS]
         )
@@ -115,15 +115,14 @@ class EggFlipPhysics:
 
     def matches(self, task: TaskSpec) -> bool:
         """Whether ``task`` has this model's compiled geometry (else build a new physics)."""
-        return (task.pan_height, task.egg_size, has_salt(task)) == self.geometry
+        return _geometry(task) == self.geometry
 
     def apply_task(self, task: TaskSpec) -> None:
         """Write the task's egg mass, frictions and servo gain into the model (no recompilation)."""
         if not self.matches(task):
             raise ValueError(
-                f"TaskSpec geometry (pan_height, egg_size, salt)="
-                f"{(task.pan_height, task.egg_size, has_salt(task))} differs from this model's "
-                f"{self.geometry}: build a new EggFlipPhysics"
+                f"TaskSpec geometry (pan_height, egg_size, with_salt)={_geometry(task)} differs from "
+                f"this model's {self.geometry}: build a new EggFlipPhysics"
             )
         m = self.model
         mass = float(m.body_mass[self.egg_body])

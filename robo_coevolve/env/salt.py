@@ -53,7 +53,6 @@ SHAKER_MASS = 0.05  # kg, empty
 DOCK_DISTANCE = 0.01
 DOCK_ANGLE = 0.25
 DOCK_SPEED = 0.1
-TOOLS = ("spatula", "shaker")
 
 # Collision bits: grains are type 4; what they land on has affinity 4; the shaker's inside is type 8
 # and the grains have affinity 8. Nothing else in the scene has either bit.
@@ -179,33 +178,25 @@ def add_salt(spec: mujoco.MjSpec, pan_height: float) -> None:
             solref=[0.004, 1],
             rgba=list(_SALT_RGBA),
         )
-    for name in _LANDING_GEOMS:
-        geom = spec.geom(name)
-        geom.conaffinity = geom.conaffinity | _GRAIN_BIT
     for geom in spec.geoms:
-        if geom.name.startswith(_LANDING_RIMS):
+        if geom.name in _LANDING_GEOMS or geom.name.startswith(_LANDING_RIMS):
             geom.conaffinity = geom.conaffinity | _GRAIN_BIT
-    # The welds: data = anchor (3), the pose of body2 in body1's frame (3 + 4), torque scale.
-    spec.add_equality(
-        name="shaker_rack",
-        type=mujoco.mjtEq.mjEQ_WELD,
-        objtype=mujoco.mjtObj.mjOBJ_BODY,
-        name1="world",
-        name2="shaker",
-        data=[0, 0, 0, *seat, 1, 0, 0, 0, 1, 0],
-        solref=[0.004, 1],
-        active=True,
-    )
-    spec.add_equality(
-        name="shaker_grip",
-        type=mujoco.mjtEq.mjEQ_WELD,
-        objtype=mujoco.mjtObj.mjOBJ_BODY,
-        name1="spatula",
-        name2="shaker",
-        data=[0, 0, 0, 0, 0, BLADE_THICKNESS, 1, 0, 0, 0, 1, 0],
-        solref=[0.004, 1],
-        active=False,
-    )
+    # The welds (the shaker's pose in the holder's frame): in the rack at the start, on the blade
+    # once docked. data = anchor (3), the pose of body2 in body1's frame (3 + 4), torque scale.
+    for name, holder, position, active in (
+        ("shaker_rack", "world", seat.tolist(), True),
+        ("shaker_grip", "spatula", [0.0, 0.0, BLADE_THICKNESS], False),
+    ):
+        spec.add_equality(
+            name=name,
+            type=mujoco.mjtEq.mjEQ_WELD,
+            objtype=mujoco.mjtObj.mjOBJ_BODY,
+            name1=holder,
+            name2="shaker",
+            data=[0, 0, 0, *position, 1, 0, 0, 0, 1, 0],
+            solref=[0.004, 1],
+            active=active,
+        )
     spec.add_sensor(
         name="shaker_pos",
         type=mujoco.mjtSensor.mjSENS_FRAMEPOS,
@@ -254,10 +245,6 @@ class ToolChanger:
         self.blade_site = model.site("blade_centre").id
         self.base_site = model.site("shaker_base").id
         self.blade_velocity = model.sensor("blade_linvel").adr[0]
-
-    def tool(self, data: mujoco.MjData) -> int:
-        """Index into ``TOOLS`` of the tool the spatula holds."""
-        return int(data.eq_active[self.grip])
 
     def update(self, data: mujoco.MjData) -> bool:
         """Latch the shaker if the blade is docked at it; whether it did. Reads positions and the

@@ -36,7 +36,6 @@ from mujoco import rollout
 
 from robo_coevolve.env.egg_flip import EggFlipEnv
 from robo_coevolve.env.initial_state import PUSH_PHASES, Disturbance
-from robo_coevolve.env.physics import has_salt
 from robo_coevolve.explore.noise import NoiseSpec
 from robo_coevolve.explore.plans import ActionPlan, NoisePlan, Plan
 from robo_coevolve.scoring import PHASES, Thresholds
@@ -88,7 +87,7 @@ class OpenLoopSimulator:
 
     def env_for(self, task: TaskSpec) -> EggFlipEnv:
         """A privileged, image-free env with ``task``'s geometry (cached per geometry)."""
-        key = (task.pan_height, task.egg_size, has_salt(task))
+        key = (task.pan_height, task.egg_size, task.with_salt)
         if key not in self._envs:
             self._envs[key] = EggFlipEnv(
                 task=task, control_hz=self.control_hz, privileged=True, thresholds=self.thresholds

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from robo_coevolve.scoring.integrity import integrity_over_time
-from robo_coevolve.scoring.salt import has_salt, salt_events
+from robo_coevolve.scoring.salt import has_grains, salt_events
 from robo_coevolve.scoring.thresholds import Thresholds
 from robo_coevolve.task_spec import PLATE_CENTRE
 
@@ -107,7 +107,7 @@ def step_events(record: dict[str, np.ndarray], thresholds: Thresholds) -> dict[s
 
     up_z = _numbers(record["egg_up"][:, 2], all_finite, nan=1.0)
     phase = phase_index(on_blade, on_pan, on_burner, on_floor, finite, on_plate)
-    salt = salt_events(record, up_z, thresholds) if has_salt(record) else {}
+    salt = salt_events(record, up_z, thresholds) if has_grains(record) else {}
     return {
         **salt,
         "height": height,

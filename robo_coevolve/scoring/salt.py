@@ -41,7 +41,7 @@ _CUP_RADIUS = SHAKER_RADIUS + SHAKER_WALL
 _CUP_DEPTH = SHAKER_HEIGHT + 2 * SHAKER_WALL + 0.003  # m from the hole down to the base's bottom
 
 
-def has_salt(record: dict[str, np.ndarray]) -> bool:
+def has_grains(record: dict[str, np.ndarray]) -> bool:
     """Whether ``record`` is a season scene's (it has the grain sensors)."""
     return "grain0" in record
 
